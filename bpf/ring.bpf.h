@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Per-CPU ring buffers shared by every mysqltrace BPF object.
+//
+// One BPF ring buffer per CPU, reached through an array of maps indexed by the
+// current CPU, so producers on different CPUs never contend on one ring's
+// spinlock. Producers never block: a failed reserve counts a drop. Wakeups are
+// batched (FACTS.md section 8: per-event wakeups cost more than the probe), so
+// the consumer polls with a short timeout and is woken early only when a ring
+// fills past mt_wakeup_bytes.
+#pragma once
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "mysqltrace/abi/event.h"
+
+struct mt_ring_inner {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 256 * 1024);  // replaced per CPU from userspace
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+    __uint(max_entries, MT_MAX_CPUS);
+    __type(key, __u32);
+    __array(values, struct mt_ring_inner);
+} mt_rings SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct mt_ring_stats);
+} mt_stats SEC(".maps");
+
+// Inputs.
+const volatile __u64 mt_wakeup_bytes = 64 * 1024;
+
+static __always_inline struct mt_ring_stats *mt_stats_this_cpu(void)
+{
+    __u32 zero = 0;
+    return bpf_map_lookup_elem(&mt_stats, &zero);
+}
+
+static __always_inline void mt_fill_header(struct mt_event_header *hdr, __u32 type, __u32 size)
+{
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+
+    hdr->type = type;
+    hdr->size = size;
+    hdr->cpu = bpf_get_smp_processor_id();
+    hdr->_pad0 = 0;
+    hdr->ts_ns = bpf_ktime_get_ns();
+    hdr->pid = pid_tgid >> 32;
+    hdr->tid = (__u32)pid_tgid;
+}
+
+static __always_inline __u64 mt_wakeup_flag(void *ring, __u64 adding)
+{
+    __u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
+    return avail + adding >= mt_wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+// Copies a finished record (header filled, hdr->size bytes long, size known
+// only at run time) into this CPU's ring. Returns 0, or -1 when it was dropped.
+static __always_inline int mt_output(void *rec, __u64 size)
+{
+    struct mt_ring_stats *st = mt_stats_this_cpu();
+    __u32 cpu = bpf_get_smp_processor_id();
+    void *ring = bpf_map_lookup_elem(&mt_rings, &cpu);
+    long err = -1;
+
+    if (ring)
+        err = bpf_ringbuf_output(ring, rec, size, mt_wakeup_flag(ring, size));
+    if (st) {
+        if (err) {
+            st->drops++;
+            st->dropped_bytes += size;
+        } else {
+            st->events++;
+        }
+    }
+    return err ? -1 : 0;
+}
+
+// Reserve/submit for fixed-size records: no copy. `ring` receives the ring the
+// record belongs to; pass it to mt_submit().
+static __always_inline void *mt_reserve(void **ring, __u32 type, const __u64 size)
+{
+    struct mt_ring_stats *st = mt_stats_this_cpu();
+    __u32 cpu = bpf_get_smp_processor_id();
+    void *rb = bpf_map_lookup_elem(&mt_rings, &cpu);
+    struct mt_event_header *hdr = 0;
+
+    if (rb)
+        hdr = bpf_ringbuf_reserve(rb, size, 0);
+    if (!hdr) {
+        if (st) {
+            st->drops++;
+            st->dropped_bytes += size;
+        }
+        return 0;
+    }
+    if (st)
+        st->events++;
+    mt_fill_header(hdr, type, size);
+    *ring = rb;
+    return hdr;
+}
+
+static __always_inline void mt_submit(void *ring, void *rec, __u64 size)
+{
+    bpf_ringbuf_submit(rec, mt_wakeup_flag(ring, size));
+}

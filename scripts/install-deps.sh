@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Installs everything mysqltrace needs to build, test, benchmark and package
+# on Debian 12. Idempotent and non-interactive: safe to run any number of times.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake pkg-config make git
+  clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
+  libcli11-dev nlohmann-json3-dev libcapstone-dev systemtap-sdt-dev
+  # tests
+  googletest libgtest-dev libgmock-dev clang-format
+  mariadb-server mariadb-client libmariadb-dev
+  python3 python3-pymysql procps
+  # benchmarks
+  sysbench
+  # packaging
+  debhelper dpkg-dev lintian fakeroot
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: must run as root (apt-get)" >&2
+  exit 1
+fi
+
+# The machine image may ship Node.js with its own npm (which conflicts with
+# Debian's npm package); only fall back to Debian's when there is none.
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# The Debian mariadb-server package starts a system server from its postinst;
+# mysqltrace's tests and demo run their own throwaway servers, so keep the
+# package from starting one while we install (policy-rc.d is the Debian hook).
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod 755 "$policy"
+  own_policy=1
+fi
+cleanup() { if [ "$own_policy" = 1 ]; then rm -f "$policy"; fi; }
+trap cleanup EXIT
+
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

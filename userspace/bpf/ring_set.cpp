@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "bpf/ring_set.h"
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include "mysqltrace/abi/event.h"
+
+namespace mysqltrace::bpf {
+
+uint64_t monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+namespace {
+
+uint64_t ring_size(uint64_t want) {
+    uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    uint64_t size = page;
+    while (size < want) {
+        size <<= 1;
+    }
+    return size;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RingSet>> RingSet::create(bpf_object *obj, const RingOptions &opts,
+                                                 RecordSink sink) {
+    bpf_map *outer = bpf_object__find_map_by_name(obj, "mt_rings");
+    bpf_map *stats = bpf_object__find_map_by_name(obj, "mt_stats");
+    if (outer == nullptr || stats == nullptr) {
+        return Error{EINVAL, "BPF object has no mt_rings/mt_stats maps"};
+    }
+    int ncpus = libbpf_num_possible_cpus();
+    if (ncpus <= 0) {
+        return make_error(ncpus, "cannot count possible CPUs");
+    }
+    if (ncpus > MT_MAX_CPUS) {
+        return Error{E2BIG, "this machine has " + std::to_string(ncpus) +
+                                " possible CPUs; mysqltrace supports at most " +
+                                std::to_string(MT_MAX_CPUS)};
+    }
+
+    std::unique_ptr<RingSet> set(new RingSet(std::move(sink), opts));
+    set->stats_fd_ = bpf_map__fd(stats);
+    const uint64_t size = ring_size(opts.bytes_per_cpu);
+    for (int cpu = 0; cpu < ncpus; cpu++) {
+        std::string name = "mt_ring" + std::to_string(cpu);
+        int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, name.c_str(), 0, 0,
+                                static_cast<uint32_t>(size), nullptr);
+        if (fd < 0) {
+            return make_error(fd, "cannot create a " + std::to_string(size >> 10) +
+                                      " KiB ring buffer for CPU " + std::to_string(cpu));
+        }
+        set->rings_.emplace_back(fd);
+        uint32_t key = static_cast<uint32_t>(cpu);
+        int err = bpf_map_update_elem(bpf_map__fd(outer), &key, &fd, BPF_ANY);
+        if (err != 0) {
+            return make_error(errno,
+                              "cannot install the ring buffer of CPU " + std::to_string(cpu));
+        }
+        if (cpu == 0) {
+            set->rb_ = ring_buffer__new(fd, &RingSet::on_record, set.get(), nullptr);
+            if (set->rb_ == nullptr) {
+                return make_error(errno, "cannot map the ring buffer of CPU 0");
+            }
+        } else if (int e = ring_buffer__add(set->rb_, fd, &RingSet::on_record, set.get()); e < 0) {
+            return make_error(e, "cannot map the ring buffer of CPU " + std::to_string(cpu));
+        }
+    }
+    return set;
+}
+
+RingSet::~RingSet() {
+    if (rb_ != nullptr) {
+        ring_buffer__free(rb_);
+    }
+}
+
+int RingSet::epoll_fd() const {
+    return ring_buffer__epoll_fd(rb_);
+}
+
+int RingSet::on_record(void *ctx, void *data, size_t size) {
+    static_cast<RingSet *>(ctx)->accept(static_cast<const uint8_t *>(data), size);
+    return 0;
+}
+
+void RingSet::accept(const uint8_t *data, size_t size) {
+    mt_event_header hdr;
+    if (size < sizeof(hdr)) {
+        malformed_++;
+        return;
+    }
+    std::memcpy(&hdr, data, sizeof(hdr));
+    if (hdr.size != size) {
+        malformed_++;
+        return;
+    }
+    Pending *p;
+    if (free_.empty()) {
+        pool_.push_back(std::make_unique<Pending>());
+        p = pool_.back().get();
+    } else {
+        p = free_.back();
+        free_.pop_back();
+    }
+    p->ts = hdr.ts_ns;
+    p->seq = seq_++;
+    p->bytes.assign(data, data + size);
+    heap_.push(p);
+}
+
+void RingSet::release(uint64_t up_to_ts, bool all) {
+    while (!heap_.empty()) {
+        Pending *p = heap_.top();
+        bool over_cap = heap_.size() > opts_.max_pending;
+        if (!all && !over_cap && p->ts > up_to_ts) {
+            break;
+        }
+        heap_.pop();
+        if (p->ts < last_delivered_ts_) {
+            late_++;
+        } else {
+            last_delivered_ts_ = p->ts;
+        }
+        delivered_++;
+        sink_(std::span<const uint8_t>(p->bytes.data(), p->bytes.size()));
+        free_.push_back(p);
+    }
+}
+
+Result<int> RingSet::poll(int timeout_ms) {
+    int n = ring_buffer__poll(rb_, timeout_ms);
+    if (n == -EINTR) {
+        n = 0;
+    } else if (n < 0) {
+        return make_error(n, "reading the ring buffers failed");
+    }
+    uint64_t now = monotonic_ns();
+    release(now > opts_.reorder_window_ns ? now - opts_.reorder_window_ns : 0, false);
+    return n;
+}
+
+Result<void> RingSet::flush() {
+    int n = ring_buffer__consume(rb_);
+    if (n < 0 && n != -EINTR) {
+        return make_error(n, "draining the ring buffers failed");
+    }
+    release(0, true);
+    return {};
+}
+
+RingStats RingSet::stats() const {
+    RingStats s;
+    s.delivered = delivered_;
+    s.malformed = malformed_;
+    s.late = late_;
+    int ncpus = libbpf_num_possible_cpus();
+    std::vector<mt_ring_stats> per_cpu(ncpus > 0 ? static_cast<size_t>(ncpus) : 0);
+    uint32_t zero = 0;
+    if (!per_cpu.empty() && bpf_map_lookup_elem(stats_fd_, &zero, per_cpu.data()) == 0) {
+        for (const auto &c : per_cpu) {
+            s.produced += c.events;
+            s.dropped += c.drops;
+            s.dropped_bytes += c.dropped_bytes;
+            s.dropped_per_cpu.push_back(c.drops);
+        }
+    }
+    return s;
+}
+
+}  // namespace mysqltrace::bpf

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Consumer side of the per-CPU ring buffers declared in bpf/ring.bpf.h.
+//
+// RingSet creates one BPF ring buffer per possible CPU, plugs them into a
+// loaded object's `mt_rings` array, drains all of them through one epoll set,
+// and hands records to a sink in timestamp order: records wait in a reorder
+// heap until they are older than the reorder window, so events from different
+// CPUs (one connection's thread migrating between CPUs) come out in order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <span>
+#include <vector>
+
+#include "bpf/handles.h"
+#include "util/result.h"
+
+struct bpf_object;
+struct ring_buffer;
+
+namespace mysqltrace::bpf {
+
+struct RingOptions {
+    // Bytes per CPU ring; rounded up to a power of two of at least a page.
+    uint64_t bytes_per_cpu = 4u << 20;
+    // Records younger than this stay in the reorder heap.
+    uint64_t reorder_window_ns = 50'000'000;
+    // Records the heap may hold before the oldest are released regardless of
+    // age (bounded memory when a burst arrives faster than the window).
+    size_t max_pending = 1u << 20;
+};
+
+struct RingStats {
+    // From the BPF side, summed over CPUs.
+    uint64_t produced = 0;       // records written into a ring
+    uint64_t dropped = 0;        // records lost because a ring was full
+    uint64_t dropped_bytes = 0;  // their size
+    std::vector<uint64_t> dropped_per_cpu;
+    // From the consumer.
+    uint64_t delivered = 0;  // records handed to the sink
+    uint64_t malformed = 0;  // records whose header did not match their size
+    uint64_t late = 0;       // records older than one already delivered
+};
+
+// Receives one whole record (header included). The span is only valid during
+// the call.
+using RecordSink = std::function<void(std::span<const uint8_t> record)>;
+
+class RingSet {
+  public:
+    // `obj` must be loaded and declare the maps of bpf/ring.bpf.h.
+    static Result<std::unique_ptr<RingSet>> create(bpf_object *obj, const RingOptions &opts,
+                                                   RecordSink sink);
+    ~RingSet();
+    RingSet(const RingSet &) = delete;
+    RingSet &operator=(const RingSet &) = delete;
+
+    // Waits up to timeout_ms for data, drains every ring and delivers what
+    // has aged past the reorder window. Returns the number of records read
+    // from the rings; an interrupted wait (signal) returns 0.
+    Result<int> poll(int timeout_ms);
+    // Drains every ring and delivers everything still held, in order. Call at
+    // the end of a trace.
+    Result<void> flush();
+
+    // The epoll fd that becomes readable when a ring has data, for callers
+    // that wait on more than the rings (signals, target exit).
+    int epoll_fd() const;
+    int cpu_count() const { return static_cast<int>(rings_.size()); }
+    RingStats stats() const;
+
+  private:
+    struct Pending {
+        uint64_t ts;
+        uint64_t seq;
+        std::vector<uint8_t> bytes;
+    };
+    struct Later {
+        bool operator()(const Pending *a, const Pending *b) const {
+            return a->ts != b->ts ? a->ts > b->ts : a->seq > b->seq;
+        }
+    };
+
+    RingSet(RecordSink sink, const RingOptions &opts) : sink_(std::move(sink)), opts_(opts) {}
+    static int on_record(void *ctx, void *data, size_t size);
+    void accept(const uint8_t *data, size_t size);
+    void release(uint64_t up_to_ts, bool all);
+
+    RecordSink sink_;
+    RingOptions opts_;
+    std::vector<Fd> rings_;
+    ring_buffer *rb_ = nullptr;
+    int stats_fd_ = -1;
+    std::priority_queue<Pending *, std::vector<Pending *>, Later> heap_;
+    std::vector<std::unique_ptr<Pending>> pool_;  // owns every Pending
+    std::vector<Pending *> free_;
+    uint64_t seq_ = 0;
+    uint64_t last_delivered_ts_ = 0;
+    uint64_t delivered_ = 0;
+    uint64_t malformed_ = 0;
+    uint64_t late_ = 0;
+};
+
+// CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
+uint64_t monotonic_ns();
+
+}  // namespace mysqltrace::bpf

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "proc/maps.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <signal.h>
+#include <sstream>
+
+namespace mysqltrace::proc {
+
+Result<std::vector<Mapping>> read_maps(pid_t pid) {
+    std::string path = "/proc/" + std::to_string(pid) + "/maps";
+    std::ifstream in(path);
+    if (!in) {
+        return make_error(errno, "cannot read " + path);
+    }
+    std::vector<Mapping> maps;
+    std::string line;
+    while (std::getline(in, line)) {
+        Mapping m;
+        char perms[8] = {};
+        unsigned long long start = 0, end = 0, off = 0, inode = 0;
+        int path_at = 0;
+        if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %llu %n", &start, &end, perms, &off,
+                        &inode, &path_at) < 5) {
+            continue;
+        }
+        m.start = start;
+        m.end = end;
+        m.file_offset = off;
+        m.perms = perms;
+        if (path_at > 0 && static_cast<size_t>(path_at) < line.size()) {
+            m.path = line.substr(static_cast<size_t>(path_at));
+        }
+        maps.push_back(std::move(m));
+    }
+    return maps;
+}
+
+Result<FileLocation> locate_address(pid_t pid, uint64_t addr) {
+    auto maps = read_maps(pid);
+    if (!maps) {
+        return maps.error();
+    }
+    for (const auto &m : *maps) {
+        if (addr >= m.start && addr < m.end) {
+            if (m.path.empty() || m.path[0] != '/') {
+                return Error{ENOENT, "address is not backed by a file"};
+            }
+            return FileLocation{m.path, addr - m.start + m.file_offset};
+        }
+    }
+    return Error{ENOENT, "address is not mapped"};
+}
+
+bool process_exists(pid_t pid) {
+    return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
+}
+
+}  // namespace mysqltrace::proc

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// /proc/PID/maps: which file, at which offset, backs an address of a process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+#include <sys/types.h>
+
+#include "util/result.h"
+
+namespace mysqltrace::proc {
+
+struct Mapping {
+    uint64_t start = 0;
+    uint64_t end = 0;
+    uint64_t file_offset = 0;
+    std::string perms;  // "r-xp"
+    std::string path;   // empty for anonymous memory
+};
+
+Result<std::vector<Mapping>> read_maps(pid_t pid);
+
+// Mapped files are probed by path: a uprobe needs the file and the offset in
+// it. Returns that pair for `addr` in process `pid`.
+struct FileLocation {
+    std::string path;
+    uint64_t offset = 0;
+};
+Result<FileLocation> locate_address(pid_t pid, uint64_t addr);
+
+// True when the process exists (it may belong to another user).
+bool process_exists(pid_t pid);
+
+}  // namespace mysqltrace::proc

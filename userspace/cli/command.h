@@ -17,6 +17,7 @@ using RunFn = std::function<int()>;
 using RegisterFn = void (*)(CLI::App &app, const GlobalOptions &global, RunFn &run);
 
 void register_doctor(CLI::App &app, const GlobalOptions &global, RunFn &run);
+void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run);
 
 // Exit codes shared by all subcommands.
 inline constexpr int kExitOk = 0;

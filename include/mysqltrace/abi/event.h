@@ -13,7 +13,8 @@
 #define MT_MAX_CPUS 256
 
 enum mt_event_type {
-    MT_EV_SELFTEST = 1,  // doctor and tests: one probe hit
+    MT_EV_SELFTEST = 1,         // doctor and tests: one probe hit
+    MT_EV_SERVER_COMMAND = 2,   // a server thread entered dispatch_command
 };
 
 // Common header of every record. `size` is the whole record including this
@@ -47,4 +48,18 @@ struct mt_ring_stats {
     __u64 events;         // records written
     __u64 drops;          // records lost: ring full or no ring for this CPU
     __u64 dropped_bytes;  // payload bytes of the lost records
+};
+
+// Largest statement text copied per command (the --max-sql ceiling); a power
+// of two so BPF can bound copies with a mask.
+#define MT_MAX_SQL 65536
+
+struct mt_server_command_event {
+    struct mt_event_header hdr;
+    __u64 thread_id;   // the server's connection id (THD::thread_id)
+    __u32 command;     // enum_server_command
+    __u32 packet_len;  // true length of the command's argument bytes
+    __u32 copied;      // bytes of it that follow in data[]
+    __u32 _pad0;
+    __u8 data[];       // the argument: SQL text for COM_QUERY
 };

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Installs dependencies, builds with warnings as errors, checks formatting and
+# runs both test tiers. Privileged tests fail (never skip) here.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+mt_need_root "$@"
+mt_build
+"$mt_root/scripts/check-format.sh"
+export MYSQLTRACE_REQUIRE_PRIV=1
+cd "$BUILD_DIR"
+ctest --output-on-failure -j2 -L 'unit|priv' "$@"

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "elf/elf_file.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <capstone/capstone.h>
+#include <gelf.h>
+#include <libelf.h>
+
+namespace mysqltrace::elf {
+
+namespace {
+
+struct ElfCloser {
+    void operator()(Elf *e) const { elf_end(e); }
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ElfFile>> ElfFile::open(const std::string &path) {
+    if (elf_version(EV_CURRENT) == EV_NONE) {
+        return Error{0, "libelf is too old"};
+    }
+    std::unique_ptr<ElfFile> f(new ElfFile());
+    f->path_ = path;
+    f->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (f->fd_ < 0) {
+        return make_error(errno, "cannot open " + path);
+    }
+    std::unique_ptr<Elf, ElfCloser> e(elf_begin(f->fd_, ELF_C_READ_MMAP, nullptr));
+    if (!e || elf_kind(e.get()) != ELF_K_ELF) {
+        return Error{ENOEXEC, path + " is not an ELF file"};
+    }
+    size_t nphdr = 0;
+    elf_getphdrnum(e.get(), &nphdr);
+    for (size_t i = 0; i < nphdr; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(e.get(), static_cast<int>(i), &ph) != nullptr && ph.p_type == PT_LOAD) {
+            f->segments_.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz});
+        }
+    }
+    Elf_Scn *scn = nullptr;
+    while ((scn = elf_nextscn(e.get(), scn)) != nullptr) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) == nullptr ||
+            (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || sh.sh_entsize == 0) {
+            continue;
+        }
+        Elf_Data *data = elf_getdata(scn, nullptr);
+        size_t count = sh.sh_size / sh.sh_entsize;
+        for (size_t i = 0; data != nullptr && i < count; i++) {
+            GElf_Sym sym;
+            if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr || sym.st_value == 0 ||
+                sym.st_shndx == SHN_UNDEF) {
+                continue;
+            }
+            int type = GELF_ST_TYPE(sym.st_info);
+            if (type != STT_FUNC && type != STT_OBJECT) {
+                continue;
+            }
+            const char *name = elf_strptr(e.get(), sh.sh_link, sym.st_name);
+            if (name == nullptr || *name == '\0') {
+                continue;
+            }
+            f->symbols_.push_back({name, sym.st_value, sym.st_size, type == STT_FUNC});
+        }
+    }
+    // .symtab and .dynsym repeat each other: keep one entry per name.
+    std::sort(f->symbols_.begin(), f->symbols_.end(),
+              [](const Symbol &a, const Symbol &b) { return a.name < b.name; });
+    f->symbols_.erase(
+        std::unique(f->symbols_.begin(), f->symbols_.end(),
+                    [](const Symbol &a, const Symbol &b) { return a.name == b.name; }),
+        f->symbols_.end());
+    return f;
+}
+
+ElfFile::~ElfFile() {
+    if (fd_ >= 0) {
+        ::close(fd_);
+    }
+}
+
+std::optional<Symbol> ElfFile::find(std::string_view name) const {
+    auto it = std::lower_bound(symbols_.begin(), symbols_.end(), name,
+                               [](const Symbol &s, std::string_view n) { return s.name < n; });
+    if (it != symbols_.end() && it->name == name) {
+        return *it;
+    }
+    return std::nullopt;
+}
+
+Result<uint64_t> ElfFile::vaddr_to_offset(uint64_t vaddr) const {
+    for (const auto &s : segments_) {
+        if (vaddr >= s.vaddr && vaddr < s.vaddr + s.filesz) {
+            return vaddr - s.vaddr + s.offset;
+        }
+    }
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), "0x%llx", static_cast<unsigned long long>(vaddr));
+    return Error{EFAULT, std::string("address ") + hex + " is not in a loaded segment of " + path_};
+}
+
+Result<std::vector<uint8_t>> ElfFile::read(uint64_t vaddr, size_t n) const {
+    auto off = vaddr_to_offset(vaddr);
+    if (!off) {
+        return off.error();
+    }
+    std::vector<uint8_t> buf(n);
+    ssize_t got = ::pread(fd_, buf.data(), n, static_cast<off_t>(*off));
+    if (got < 0) {
+        return make_error(errno, "cannot read " + path_);
+    }
+    buf.resize(static_cast<size_t>(got));
+    return buf;
+}
+
+Result<int64_t> accessor_field_offset(const ElfFile &file, std::string_view symbol) {
+    auto sym = file.find(symbol);
+    if (!sym || !sym->is_function) {
+        return Error{ENOENT, std::string(symbol) + " not found in " + file.path()};
+    }
+    auto code = file.read(sym->vaddr, 16);
+    if (!code) {
+        return code.error();
+    }
+    csh h = 0;
+    if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
+        return Error{0, "capstone cannot disassemble x86-64"};
+    }
+    cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+    cs_insn *insn = nullptr;
+    size_t n = cs_disasm(h, code->data(), code->size(), sym->vaddr, 1, &insn);
+    Result<int64_t> result = Error{EINVAL, std::string(symbol) + " in " + file.path() +
+                                               " does not start with a load from its argument"};
+    if (n == 1 && insn[0].id == X86_INS_MOV && insn[0].detail->x86.op_count == 2) {
+        const cs_x86_op &dst = insn[0].detail->x86.operands[0];
+        const cs_x86_op &src = insn[0].detail->x86.operands[1];
+        if (dst.type == X86_OP_REG && src.type == X86_OP_MEM && src.mem.base == X86_REG_RDI &&
+            src.mem.index == X86_REG_INVALID && src.size == 8) {
+            result = static_cast<int64_t>(src.mem.disp);
+        }
+    }
+    if (n > 0) {
+        cs_free(insn, n);
+    }
+    cs_close(&h);
+    return result;
+}
+
+}  // namespace mysqltrace::elf

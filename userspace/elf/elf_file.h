@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Symbols and bytes of an ELF file on disk (libelf). Servers such as
+// Debian's mariadbd are stripped but export tens of thousands of dynamic
+// symbols: both .symtab and .dynsym are read.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace mysqltrace::elf {
+
+struct Symbol {
+    std::string name;  // mangled, as in the file
+    uint64_t vaddr = 0;
+    uint64_t size = 0;
+    bool is_function = false;
+};
+
+class ElfFile {
+  public:
+    static Result<std::unique_ptr<ElfFile>> open(const std::string &path);
+    ~ElfFile();
+    ElfFile(const ElfFile &) = delete;
+    ElfFile &operator=(const ElfFile &) = delete;
+
+    const std::string &path() const { return path_; }
+    const std::vector<Symbol> &symbols() const { return symbols_; }
+    std::optional<Symbol> find(std::string_view name) const;
+
+    // The file offset a virtual address is loaded from (what a uprobe needs).
+    Result<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
+    // Up to `n` bytes of the file at virtual address `vaddr`.
+    Result<std::vector<uint8_t>> read(uint64_t vaddr, size_t n) const;
+
+  private:
+    struct Segment {
+        uint64_t vaddr, offset, filesz;
+    };
+    ElfFile() = default;
+
+    std::string path_;
+    int fd_ = -1;
+    std::vector<Symbol> symbols_;
+    std::vector<Segment> segments_;
+};
+
+// The displacement of the field an accessor such as `thd_get_thread_id(THD*)`
+// loads: its first instruction must be `mov reg, qword ptr [rdi + disp]`.
+// This is how struct offsets of a build are learnt without debug info.
+Result<int64_t> accessor_field_offset(const ElfFile &file, std::string_view symbol);
+
+}  // namespace mysqltrace::elf

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "trace/trace_loop.h"
+
+#include <cerrno>
+#include <csignal>
+
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bpf/handles.h"
+
+namespace mysqltrace::trace {
+
+const char *stop_reason_text(StopReason r) {
+    switch (r) {
+        case StopReason::signal:
+            return "interrupted";
+        case StopReason::duration:
+            return "duration reached";
+        case StopReason::targets_exited:
+            return "traced process exited";
+    }
+    return "?";
+}
+
+namespace {
+
+int pidfd_open(pid_t pid) {
+    return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+}
+
+}  // namespace
+
+Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts) {
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigprocmask(SIG_BLOCK, &mask, nullptr);
+    bpf::Fd sigfd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+    bpf::Fd ep(epoll_create1(EPOLL_CLOEXEC));
+    if (!sigfd.valid() || !ep.valid()) {
+        return make_error(errno, "cannot set up the event loop");
+    }
+    auto add = [&](int fd, uint64_t tag) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u64 = tag;
+        return epoll_ctl(ep.get(), EPOLL_CTL_ADD, fd, &ev);
+    };
+    constexpr uint64_t kRings = 0, kSignal = 1, kTargetBase = 2;
+    if (add(rings.epoll_fd(), kRings) != 0 || add(sigfd.get(), kSignal) != 0) {
+        return make_error(errno, "cannot set up the event loop");
+    }
+    std::vector<bpf::Fd> pidfds;
+    size_t alive = 0;
+    for (size_t i = 0; i < opts.targets.size(); i++) {
+        bpf::Fd fd(pidfd_open(opts.targets[i]));
+        if (!fd.valid()) {
+            if (errno == ESRCH) {
+                continue;  // already gone
+            }
+            return make_error(errno, "cannot watch pid " + std::to_string(opts.targets[i]));
+        }
+        if (add(fd.get(), kTargetBase + i) != 0) {
+            return make_error(errno, "cannot watch pid " + std::to_string(opts.targets[i]));
+        }
+        pidfds.push_back(std::move(fd));
+        alive++;
+    }
+    std::vector<bool> exited(opts.targets.size(), false);
+    if (!opts.targets.empty() && alive == 0) {
+        return StopReason::targets_exited;
+    }
+
+    const uint64_t start = bpf::monotonic_ns();
+    const uint64_t end =
+        opts.duration_s > 0 ? start + static_cast<uint64_t>(opts.duration_s * 1e9) : UINT64_MAX;
+    uint64_t next_tick = start + 1'000'000'000;
+    for (;;) {
+        uint64_t now = bpf::monotonic_ns();
+        if (now >= end) {
+            return StopReason::duration;
+        }
+        int timeout = opts.tick_ms;
+        if (end != UINT64_MAX) {
+            uint64_t left_ms = (end - now) / 1'000'000 + 1;
+            timeout = static_cast<int>(std::min<uint64_t>(left_ms, static_cast<uint64_t>(timeout)));
+        }
+        epoll_event evs[8];
+        int n = epoll_wait(ep.get(), evs, 8, timeout);
+        if (n < 0 && errno != EINTR) {
+            return make_error(errno, "waiting for events failed");
+        }
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = evs[i].data.u64;
+            if (tag == kSignal) {
+                return StopReason::signal;
+            }
+            if (tag >= kTargetBase && !exited[tag - kTargetBase]) {
+                exited[tag - kTargetBase] = true;
+                if (--alive == 0) {
+                    return StopReason::targets_exited;
+                }
+            }
+        }
+        // Drain without waiting: the rings' epoll set was polled above.
+        auto polled = rings.poll(0);
+        if (!polled) {
+            return polled.error();
+        }
+        now = bpf::monotonic_ns();
+        if (opts.on_tick && now >= next_tick) {
+            opts.on_tick();
+            next_tick = now + 1'000'000'000;
+        }
+    }
+}
+
+}  // namespace mysqltrace::trace

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The one loop every tracing command runs: drain the rings until Ctrl-C /
+// SIGTERM, --duration, or every traced process has exited, then flush.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+#include <sys/types.h>
+
+#include "bpf/ring_set.h"
+#include "util/result.h"
+
+namespace mysqltrace::trace {
+
+enum class StopReason { signal, duration, targets_exited };
+
+const char *stop_reason_text(StopReason r);
+
+struct LoopOptions {
+    double duration_s = 0;          // 0: until stopped
+    std::vector<pid_t> targets;     // stop when all of these have exited
+    int tick_ms = 100;              // how often aged records are released
+    std::function<void()> on_tick;  // once a second, e.g. live counters with -v
+};
+
+// SIGINT and SIGTERM are blocked for the whole process and read through a
+// signalfd while the loop runs, so a Ctrl-C always ends in a clean flush.
+Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts);
+
+}  // namespace mysqltrace::trace

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The newcomer's tour: installs dependencies, builds, checks the machine with
+# `mysqltrace doctor`, starts a throwaway MariaDB server, and traces it while
+# a client runs a small workload. Everything it starts, it stops.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+mt_need_root "$@"
+mt_build
+
+mt="$BUILD_DIR/userspace/mysqltrace"
+sandbox="$mt_root/scripts/mariadb-sandbox.sh"
+work=$(mktemp -d /tmp/mysqltrace-demo-XXXXXX)
+tracer=""
+cleanup() {
+  if [ -n "$tracer" ]; then kill "$tracer" 2>/dev/null || true; fi
+  "$sandbox" stop "$work/server" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+banner() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+# Starts `mysqltrace "$@"` in the background with stderr in $work/trace.err and
+# returns once it reports that its probes are attached.
+start_tracer() {
+  "$mt" "$@" 2>"$work/trace.err" &
+  tracer=$!
+  for _ in $(seq 100); do
+    grep -q "Ctrl-C to stop" "$work/trace.err" 2>/dev/null && return 0
+    kill -0 "$tracer" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$work/trace.err" >&2
+  return 1
+}
+finish_tracer() {
+  wait "$tracer" || true
+  tracer=""
+  cat "$work/trace.err" >&2
+}
+
+client() { mariadb --socket="$MT_SOCKET" -u"$MT_USER" -p"$MT_PASSWORD" "$@"; }
+
+banner "mysqltrace doctor: can this machine trace?"
+"$mt" doctor
+
+banner "A throwaway MariaDB server"
+eval "$("$sandbox" start "$work/server")"
+echo "mariadbd pid $MT_PID, socket $MT_SOCKET, port $MT_PORT"
+
+banner "mysqltrace server --pid $MT_PID: every command the server dispatches"
+start_tracer server --pid "$MT_PID" --duration 4
+client -e "CREATE DATABASE demo; CREATE TABLE demo.t (id INT PRIMARY KEY, name VARCHAR(20));
+           INSERT INTO demo.t VALUES (1, 'alpha'), (2, 'beta');"
+client demo -e "SELECT name FROM t WHERE id = 2; SELECT COUNT(*) FROM t;" >/dev/null
+client demo -e "SELECT * FROM missing_table" 2>/dev/null || true
+finish_tracer
+
+banner "Done"
+echo "Try it on your own server: sudo $mt server --pid \$(pidof mariadbd)"

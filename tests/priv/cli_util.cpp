@@ -52,7 +52,9 @@ pid_t spawn(const std::vector<std::string> &argv, uid_t as_uid, int *out_fd, int
     return pid;
 }
 
-int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+int exit_code(int status) {
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 }  // namespace
 

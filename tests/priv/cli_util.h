@@ -21,7 +21,7 @@ CommandResult run_command(const std::vector<std::string> &argv, uid_t as_uid = 0
 
 // A command running in the background.
 class BackgroundCommand {
-public:
+  public:
     explicit BackgroundCommand(const std::vector<std::string> &argv, uid_t as_uid = 0);
     ~BackgroundCommand();
     // Waits until stderr contains `text` (or the process exits / timeout).
@@ -32,7 +32,7 @@ public:
     CommandResult wait();
     pid_t pid() const { return pid_; }
 
-private:
+  private:
     void drain(int timeout_ms);
     pid_t pid_ = -1;
     int out_fd_ = -1;

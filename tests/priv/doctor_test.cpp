@@ -31,11 +31,16 @@ TEST(Doctor, AllChecksPassAsRoot) {
     auto r = run_command({MYSQLTRACE_BINARY, "doctor"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     auto l = lines(r.out);
-    const std::vector<std::string> checks = {
-        "kernel version",   "kernel BTF",         "privileges",
-        "bpf() syscall",    "ring buffer map",    "BPF program load",
-        "uprobe attach + delivery", "USDT attach + delivery", "syscall tracepoint",
-        "tracefs/debugfs"};
+    const std::vector<std::string> checks = {"kernel version",
+                                             "kernel BTF",
+                                             "privileges",
+                                             "bpf() syscall",
+                                             "ring buffer map",
+                                             "BPF program load",
+                                             "uprobe attach + delivery",
+                                             "USDT attach + delivery",
+                                             "syscall tracepoint",
+                                             "tracefs/debugfs"};
     ASSERT_EQ(l.size(), checks.size() + 2) << r.out;
     EXPECT_EQ(l[0].rfind("CHECK", 0), 0u);
     const size_t result_col = l[0].find("RESULT");
@@ -43,8 +48,9 @@ TEST(Doctor, AllChecksPassAsRoot) {
         EXPECT_EQ(l[i + 1].rfind(checks[i], 0), 0u) << l[i + 1];
         EXPECT_EQ(l[i + 1].substr(result_col, 4), "OK  ") << l[i + 1];
     }
-    EXPECT_NE(r.out.find("100/100 events through per-CPU rings, 0 drops, probe on `push rbp` (emulated)"),
-              std::string::npos);
+    EXPECT_NE(
+        r.out.find("100/100 events through per-CPU rings, 0 drops, probe on `push rbp` (emulated)"),
+        std::string::npos);
     EXPECT_EQ(l.back(), "All 10 checks passed: this machine can run mysqltrace.");
 }
 
@@ -64,7 +70,8 @@ TEST(Doctor, NamesTheMissingPrivilegeWhenUnprivileged) {
     EXPECT_NE(r.out.find("privileges                FAIL    uid 65534 lacks CAP_BPF, CAP_PERFMON"),
               std::string::npos)
         << r.out;
-    EXPECT_NE(r.out.find("fix: run as root (sudo mysqltrace ...) or grant CAP_BPF"), std::string::npos);
+    EXPECT_NE(r.out.find("fix: run as root (sudo mysqltrace ...) or grant CAP_BPF"),
+              std::string::npos);
     EXPECT_NE(r.out.find("BPF program load          FAIL"), std::string::npos);
     EXPECT_NE(r.out.find("checks failed."), std::string::npos);
 }

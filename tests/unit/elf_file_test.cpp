@@ -45,7 +45,8 @@ TEST(ElfFile, FindsFunctionAndMapsItToTheRunningAddress) {
     auto off = f->vaddr_to_offset(sym->vaddr);
     ASSERT_TRUE(off.ok());
     // The same file offset must back the function's address in this process.
-    auto loc = mysqltrace::proc::locate_address(getpid(), reinterpret_cast<uint64_t>(&mt_test_accessor));
+    auto loc =
+        mysqltrace::proc::locate_address(getpid(), reinterpret_cast<uint64_t>(&mt_test_accessor));
     ASSERT_TRUE(loc.ok());
     EXPECT_EQ(loc->offset, *off);
     auto bytes = f->read(sym->vaddr, 7);
@@ -78,7 +79,8 @@ TEST(ElfFile, ErrorsAreClear) {
     ASSERT_TRUE(h);
     auto bad = h->vaddr_to_offset(0xffffffff0000);
     ASSERT_FALSE(bad.ok());
-    EXPECT_NE(bad.error().message.find("0xffffffff0000 is not in a loaded segment"), std::string::npos);
+    EXPECT_NE(bad.error().message.find("0xffffffff0000 is not in a loaded segment"),
+              std::string::npos);
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ TEST(OutputFile, CreatedOwnerOnly) {
         ASSERT_TRUE(o.ok());
         (*o)->write("hello\n");
     }
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(stat(path.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
     std::ifstream in(path);
@@ -64,7 +64,9 @@ TEST(OutputFile, FullDiskDisablesOutputWithMessage) {
     (*o)->flush();
     std::string err = testing::internal::GetCapturedStderr();
     EXPECT_TRUE((*o)->failed());
-    EXPECT_EQ(err, "mysqltrace: writing /dev/full failed: No space left on device; this output is disabled\n");
+    EXPECT_EQ(
+        err,
+        "mysqltrace: writing /dev/full failed: No space left on device; this output is disabled\n");
 }
 
 }  // namespace

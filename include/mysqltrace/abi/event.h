@@ -13,8 +13,8 @@
 #define MT_MAX_CPUS 256
 
 enum mt_event_type {
-    MT_EV_SELFTEST = 1,         // doctor and tests: one probe hit
-    MT_EV_SERVER_COMMAND = 2,   // a server thread entered dispatch_command
+    MT_EV_SELFTEST = 1,        // doctor and tests: one probe hit
+    MT_EV_SERVER_COMMAND = 2,  // a server thread entered dispatch_command
 };
 
 // Common header of every record. `size` is the whole record including this
@@ -61,5 +61,5 @@ struct mt_server_command_event {
     __u32 packet_len;  // true length of the command's argument bytes
     __u32 copied;      // bytes of it that follow in data[]
     __u32 _pad0;
-    __u8 data[];       // the argument: SQL text for COM_QUERY
+    __u8 data[];  // the argument: SQL text for COM_QUERY
 };

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The real-server harness every other priv test builds on: it must report the
+// server it really started, keep parallel servers apart, and leave nothing
+// behind, even when the test process is killed.
+#include "harness/mariadb_server.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <mysql.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "priv/priv.h"
+
+namespace mysqltrace::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::unique_ptr<MariadbServer> start_or_fail(const ServerOptions &opts = {}) {
+    auto server = MariadbServer::start(opts);
+    if (!server) {
+        ADD_FAILURE() << "MariadbServer::start: " << server.error().message;
+        return nullptr;
+    }
+    return std::move(server).value();
+}
+
+Rows query_or_fail(MariadbServer &server, const std::string &sql) {
+    auto rows = server.query(sql);
+    if (!rows) {
+        ADD_FAILURE() << rows.error().message;
+        return {};
+    }
+    return rows.value();
+}
+
+// A reaped pid is gone; one reparented to init may linger as a zombie for a
+// moment, which counts as dead too.
+bool process_gone(pid_t pid) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) {
+        return true;
+    }
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) {
+        return true;
+    }
+    auto paren = line.rfind(')');
+    return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+
+bool wait_gone(pid_t pid, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!process_gone(pid)) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(20ms);
+    }
+    return true;
+}
+
+struct MysqlCloser {
+    void operator()(MYSQL *m) const { mysql_close(m); }
+};
+
+TEST(MariadbServer, AnswersWithTheAddressItReports) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    auto server = start_or_fail();
+    ASSERT_TRUE(server);
+
+    EXPECT_GT(server->pid(), 0);
+    EXPECT_EQ(fs::read_symlink("/proc/" + std::to_string(server->pid()) + "/exe"),
+              "/usr/sbin/mariadbd");
+    EXPECT_NE(server->port(), 0);
+    EXPECT_EQ(server->host(), "127.0.0.1");
+    EXPECT_EQ(
+        query_or_fail(*server, "SELECT @@port, @@socket, @@performance_schema, @@bind_address"),
+        (Rows{{std::to_string(server->port()), server->socket_path(), "0", "127.0.0.1"}}));
+    EXPECT_EQ(query_or_fail(*server, "SELECT @@datadir, @@log_bin, @@pid_file"),
+              (Rows{{server->datadir() + "/", "0", server->root_dir() + "/mariadbd.pid"}}));
+    EXPECT_TRUE(fs::is_regular_file(server->error_log_path()));
+    EXPECT_EQ(fs::path(server->root_dir()).filename().string().rfind("mysqltrace-test-", 0), 0u);
+}
+
+TEST(MariadbServer, QueryKeepsSessionAndReturnsLastResultSet) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    auto server = start_or_fail();
+    ASSERT_TRUE(server);
+
+    EXPECT_EQ(query_or_fail(*server,
+                            "CREATE DATABASE d; USE d; CREATE TABLE t (a INT, b VARCHAR(10));"
+                            "INSERT INTO t VALUES (2, 'x'), (1, NULL)"),
+              Rows{});
+    EXPECT_EQ(query_or_fail(*server, "SELECT a, b FROM t ORDER BY a"),
+              (Rows{{"1", "NULL"}, {"2", "x"}}));
+    EXPECT_EQ(query_or_fail(*server, "SELECT 1; DO 0; SELECT 'last', DATABASE()"),
+              (Rows{{"last", "d"}}));
+
+    auto bad = server->query("SELEC 1");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("1064"), std::string::npos) << bad.error().message;
+    // A SQL error leaves the session (and its current database) usable.
+    EXPECT_EQ(query_or_fail(*server, "SELECT DATABASE()"), (Rows{{"d"}}));
+}
+
+TEST(MariadbServer, PasswordUserLogsInOverTcpAndRootOverSocket) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    auto server = start_or_fail();
+    ASSERT_TRUE(server);
+
+    std::unique_ptr<MYSQL, MysqlCloser> tcp(mysql_init(nullptr));
+    ASSERT_TRUE(tcp);
+    unsigned protocol = MYSQL_PROTOCOL_TCP;
+    mysql_optionsv(tcp.get(), MYSQL_OPT_PROTOCOL, &protocol);
+    ASSERT_NE(mysql_real_connect(tcp.get(), server->host().c_str(), server->user().c_str(),
+                                 server->password().c_str(), nullptr, server->port(), nullptr, 0),
+              nullptr)
+        << mysql_error(tcp.get());
+    ASSERT_EQ(mysql_query(tcp.get(), "SELECT CURRENT_USER(), USER(), @@port"), 0)
+        << mysql_error(tcp.get());
+    MYSQL_RES *res = mysql_store_result(tcp.get());
+    ASSERT_NE(res, nullptr);
+    MYSQL_ROW row = mysql_fetch_row(res);
+    ASSERT_NE(row, nullptr);
+    EXPECT_STREQ(row[0], "mt@%");
+    EXPECT_STREQ(row[1], "mt@127.0.0.1");
+    EXPECT_EQ(row[2], std::to_string(server->port()));
+    mysql_free_result(res);
+
+    std::unique_ptr<MYSQL, MysqlCloser> root(mysql_init(nullptr));
+    ASSERT_TRUE(root);
+    ASSERT_NE(mysql_real_connect(root.get(), "localhost", "root", nullptr, nullptr, 0,
+                                 server->socket_path().c_str(), 0),
+              nullptr)
+        << mysql_error(root.get());
+    ASSERT_EQ(mysql_query(root.get(), "SELECT CURRENT_USER()"), 0);
+    res = mysql_store_result(root.get());
+    ASSERT_NE(res, nullptr);
+    row = mysql_fetch_row(res);
+    ASSERT_NE(row, nullptr);
+    EXPECT_STREQ(row[0], "root@localhost");
+    mysql_free_result(res);
+
+    EXPECT_EQ(query_or_fail(*server,
+                            "SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES"
+                            " WHERE GRANTEE = \"'mt'@'%'\" AND IS_GRANTABLE = 'YES'"
+                            " AND PRIVILEGE_TYPE = 'SUPER'"),
+              (Rows{{"SUPER"}}));
+}
+
+TEST(MariadbServer, TwoServersAtOnceAreDistinctAndBothAnswer) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    auto a = start_or_fail();
+    auto b = start_or_fail();
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(b);
+
+    EXPECT_NE(a->pid(), b->pid());
+    EXPECT_NE(a->port(), b->port());
+    EXPECT_NE(a->socket_path(), b->socket_path());
+    EXPECT_NE(a->datadir(), b->datadir());
+    EXPECT_NE(a->error_log_path(), b->error_log_path());
+    EXPECT_EQ(query_or_fail(*a, "SELECT @@port, @@socket"),
+              (Rows{{std::to_string(a->port()), a->socket_path()}}));
+    EXPECT_EQ(query_or_fail(*b, "SELECT @@port, @@socket"),
+              (Rows{{std::to_string(b->port()), b->socket_path()}}));
+
+    // Writes to one never show in the other: separate datadirs for real.
+    query_or_fail(*a, "CREATE DATABASE only_in_a");
+    EXPECT_EQ(query_or_fail(*b,
+                            "SELECT COUNT(*) FROM information_schema.SCHEMATA"
+                            " WHERE SCHEMA_NAME = 'only_in_a'"),
+              (Rows{{"0"}}));
+}
+
+TEST(MariadbServer, DestructionStopsServerAndRemovesDirectory) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    auto server = start_or_fail();
+    ASSERT_TRUE(server);
+    const pid_t pid = server->pid();
+    const std::string root_dir = server->root_dir();
+    ASSERT_TRUE(fs::is_directory(server->datadir()));
+    ASSERT_TRUE(fs::exists(server->socket_path()));
+
+    server.reset();
+    EXPECT_EQ(::kill(pid, 0), -1);
+    EXPECT_EQ(errno, ESRCH);
+    EXPECT_FALSE(fs::exists(root_dir));
+}
+
+TEST(MariadbServer, StopIsCleanAndIdempotent) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    auto server = start_or_fail();
+    ASSERT_TRUE(server);
+    const pid_t pid = server->pid();
+    auto stopped = server->stop();
+    ASSERT_TRUE(stopped) << stopped.error().message;
+    EXPECT_EQ(::kill(pid, 0), -1);
+    auto again = server->stop();
+    EXPECT_TRUE(again);
+
+    std::ifstream log(server->error_log_path());
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("Shutdown complete"), std::string::npos) << text;
+}
+
+TEST(MariadbServer, PerformanceSchemaOptionEnablesEverything) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    ServerOptions opts;
+    opts.performance_schema = true;
+    auto server = start_or_fail(opts);
+    ASSERT_TRUE(server);
+
+    EXPECT_EQ(query_or_fail(*server, "SELECT @@performance_schema"), (Rows{{"1"}}));
+    EXPECT_EQ(query_or_fail(*server,
+                            "SELECT COUNT(*) FROM performance_schema.setup_consumers"
+                            " WHERE ENABLED <> 'YES'"),
+              (Rows{{"0"}}));
+    EXPECT_EQ(query_or_fail(*server,
+                            "SELECT COUNT(*) FROM performance_schema.setup_instruments"
+                            " WHERE ENABLED <> 'YES'"),
+              (Rows{{"0"}}));
+}
+
+TEST(MariadbServer, ExtraArgsReachTheServer) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    ServerOptions opts;
+    opts.extra_args = {"--max-connections=77", "--character-set-server=latin1"};
+    auto server = start_or_fail(opts);
+    ASSERT_TRUE(server);
+    EXPECT_EQ(query_or_fail(*server, "SELECT @@max_connections, @@character_set_server"),
+              (Rows{{"77", "latin1"}}));
+}
+
+TEST(MariadbServer, WorksWithoutTemplate) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    ServerOptions opts;
+    opts.use_template = false;
+    auto server = start_or_fail(opts);
+    ASSERT_TRUE(server);
+    EXPECT_EQ(query_or_fail(*server, "SELECT CURRENT_USER()"), (Rows{{"mt@localhost"}}));
+}
+
+TEST(MariadbServer, BadStartReportsTheErrorLog) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    ServerOptions opts;
+    opts.extra_args = {"--no-such-option-for-mysqltrace"};
+    auto server = MariadbServer::start(opts);
+    ASSERT_FALSE(server);
+    EXPECT_NE(server.error().message.find("no-such-option-for-mysqltrace"), std::string::npos)
+        << server.error().message;
+}
+
+// A test binary killed outright (ctest timeout) runs no destructor: its
+// server must die with it, and the next start sweeps the leftover directory.
+TEST(MariadbServer, KilledOwnerTakesServerAlongAndLeftoversAreSwept) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    // The orphaned server is reparented to us, so we can see how it ended.
+    ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::close(fds[0]);
+        auto server = MariadbServer::start();
+        std::string msg =
+            server ? std::to_string(server.value()->pid()) + " " + server.value()->root_dir() + "\n"
+                   : "0 " + server.error().message + "\n";
+        if (::write(fds[1], msg.data(), msg.size()) < 0) {
+            ::_exit(1);
+        }
+        for (;;) {
+            ::pause();
+        }
+    }
+    ::close(fds[1]);
+    std::string msg;
+    char buf[512];
+    ssize_t n;
+    while (msg.find('\n') == std::string::npos && (n = ::read(fds[0], buf, sizeof(buf))) > 0) {
+        msg.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fds[0]);
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+
+    const pid_t server_pid = static_cast<pid_t>(std::strtol(msg.c_str(), nullptr, 10));
+    ASSERT_GT(server_pid, 0) << msg;
+    const std::string root_dir = msg.substr(msg.find(' ') + 1, msg.find('\n') - msg.find(' ') - 1);
+    EXPECT_TRUE(wait_gone(server_pid, 10s)) << "mariadbd " << server_pid << " outlived its owner";
+    int status = 0;
+    EXPECT_EQ(::waitpid(server_pid, &status, 0), server_pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+    ASSERT_TRUE(fs::is_directory(root_dir));
+
+    auto next = start_or_fail();
+    ASSERT_TRUE(next);
+    EXPECT_FALSE(fs::exists(root_dir));
+}
+
+}  // namespace
+}  // namespace mysqltrace::test

@@ -12,7 +12,7 @@ packages=(
   # tests
   googletest libgtest-dev libgmock-dev clang-format
   mariadb-server mariadb-client libmariadb-dev
-  python3 python3-pymysql procps
+  python3 python3-pymysql procps openssl
   # benchmarks
   sysbench
   # packaging
@@ -34,8 +34,10 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+here=$(cd "$(dirname "$0")" && pwd)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  "$here/install-node-deps.sh"
   exit 0
 fi
 
@@ -56,4 +58,6 @@ trap cleanup EXIT
 
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
+# The npm mysql2 client the tests drive, from the npm registry.
+"$here/install-node-deps.sh"
 echo "install-deps: done"

@@ -656,6 +656,37 @@ Result<void> MariadbServer::prepare_datadir(const ServerOptions &opts) {
     return {};
 }
 
+Result<void> MariadbServer::make_certificate() {
+    const std::vector<std::string> args = {"/usr/bin/openssl",
+                                           "req",
+                                           "-x509",
+                                           "-newkey",
+                                           "rsa:2048",
+                                           "-nodes",
+                                           "-keyout",
+                                           root_dir_ + "/key.pem",
+                                           "-out",
+                                           root_dir_ + "/cert.pem",
+                                           "-days",
+                                           "2",
+                                           "-subj",
+                                           "/CN=localhost"};
+    const std::string log = root_dir_ + "/openssl.log";
+    auto pid = spawn(args, log, true);
+    if (!pid) {
+        return pid.error();
+    }
+    auto status = wait_child(pid.value(), Clock::now() + 60s);
+    if (!status || *status == -1 || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+        if (!status) {
+            ::kill(pid.value(), SIGKILL);
+            ::waitpid(pid.value(), nullptr, 0);
+        }
+        return Error{0, "openssl could not make a certificate; log:\n" + log_tail(log)};
+    }
+    return {};
+}
+
 Result<bool> MariadbServer::launch(const ServerOptions &opts) {
     auto port = pick_free_port();
     if (!port) {
@@ -688,6 +719,14 @@ Result<bool> MariadbServer::launch(const ServerOptions &opts) {
         }
     } else {
         args.push_back("--performance-schema=OFF");
+    }
+    if (opts.tls) {
+        if (auto r = make_certificate(); !r) {
+            return r.error();
+        }
+        args.push_back("--ssl-ca=" + root_dir_ + "/cert.pem");
+        args.push_back("--ssl-cert=" + root_dir_ + "/cert.pem");
+        args.push_back("--ssl-key=" + root_dir_ + "/key.pem");
     }
     args.insert(args.end(), opts.extra_args.begin(), opts.extra_args.end());
 

@@ -26,6 +26,8 @@ struct ServerOptions {
     // Turns performance_schema on with every instrument and consumer enabled,
     // so tests can compare the tracer's events with the server's own.
     bool performance_schema = false;
+    // Serves TLS with a self-signed certificate made for this server.
+    bool tls = false;
     // Appended after the harness's own mariadbd options, so they win.
     std::vector<std::string> extra_args;
     std::chrono::seconds start_timeout{60};
@@ -78,6 +80,7 @@ class MariadbServer {
     mysqltrace::Result<void> prepare_datadir(const ServerOptions &opts);
     mysqltrace::Result<void> install_datadir(const ServerOptions &opts, const std::string &dest);
     mysqltrace::Result<bool> launch(const ServerOptions &opts);
+    mysqltrace::Result<void> make_certificate();
     void close_session();
 
     std::string root_dir_;

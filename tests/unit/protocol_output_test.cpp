@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Text and JSON renderings of protocol events and command summaries.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "output/protocol_json.h"
+#include "output/protocol_text.h"
+#include "protocol/wl6226.h"
+#include "unit/protocol_fixture.h"
+
+namespace mysqltrace::output {
+namespace {
+
+using protocol::CommandResult;
+using protocol::CommandSummary;
+using protocol::ProtocolEvent;
+using protocol::Stage;
+using protocol::TraceEvent;
+
+ProtocolEvent error_event() {
+    ProtocolEvent ev;
+    ev.conn = 12;
+    ev.ts_ns = 1'500'000'123'456ULL;
+    ev.pid = 100;
+    ev.tid = 101;
+    ev.stage = Stage::wait_for_result;
+    ev.event = TraceEvent::packet_received;
+    ev.command = 3;
+    ev.command_name = "COM_QUERY";
+    ev.bytes = 40;
+    ev.seq = 1;
+    ev.error_code = 1146;
+    ev.sqlstate = "42S02";
+    ev.error_message = "Table 'x.y' doesn't exist";
+    ev.details = {"Server error 1146 (42S02): Table 'x.y' doesn't exist"};
+    return ev;
+}
+
+TEST(ProtocolText, EventLineAndDetails) {
+    EXPECT_EQ(render_protocol_text(error_event()),
+              "mysqltrace: 12: stage: WAIT_FOR_RESULT, event: PACKET_RECEIVED\n"
+              "    Server error 1146 (42S02): Table 'x.y' doesn't exist\n");
+    ProtocolTextOptions o;
+    o.timestamps = true;
+    EXPECT_EQ(render_protocol_text(error_event(), o),
+              "1500.000123 100/101 mysqltrace: 12: stage: WAIT_FOR_RESULT, event: PACKET_RECEIVED\n"
+              "    Server error 1146 (42S02): Table 'x.y' doesn't exist\n");
+}
+
+TEST(ProtocolText, ControlCharactersAreEscaped) {
+    ProtocolEvent ev;
+    ev.conn = 1;
+    ev.stage = Stage::ready_for_command;
+    ev.event = TraceEvent::send_command;
+    ev.details = {"QUERY: SELECT 1\n  FROM dual\t-- x\x01"};
+    EXPECT_EQ(render_protocol_text(ev),
+              "mysqltrace: 1: stage: READY_FOR_COMMAND, event: SEND_COMMAND\n"
+              "    QUERY: SELECT 1\\n  FROM dual\\t-- x\\x01\n");
+}
+
+TEST(ProtocolText, HexDumpOfPackets) {
+    ProtocolEvent ev;
+    ev.conn = 3;
+    ev.stage = Stage::wait_for_field_def;
+    ev.event = TraceEvent::packet_received;
+    ev.packet = {0x03, 'd', 'e', 'f', 0x00, 0x00, 0x00, 0x06, 'u', 's',
+                 'e',  'r', '(', ')', 0x00, 0x0C, 0x08, 0x00, 'M', 0x00};
+    ev.bytes = 40;
+    ProtocolTextOptions o;
+    o.dump = true;
+    EXPECT_EQ(render_protocol_text(ev, o),
+              "mysqltrace: 3: stage: WAIT_FOR_FIELD_DEF, event: PACKET_RECEIVED\n"
+              "    packet: 40 bytes, first 20 shown\n"
+              "      03 64 65 66 00 00 00 06  75 73 65 72 28 29 00 0C   .def....user()..\n"
+              "      08 00 4D 00                                        ..M.\n");
+    ev.packet.clear();
+    ev.packet_redacted = true;
+    EXPECT_EQ(render_protocol_text(ev, o),
+              "mysqltrace: 3: stage: WAIT_FOR_FIELD_DEF, event: PACKET_RECEIVED\n"
+              "    (packet withheld: it carries secrets; --show-secrets shows it)\n");
+}
+
+TEST(ProtocolText, CommandSummaryLine) {
+    CommandSummary s;
+    s.conn = 12;
+    s.command_name = "COM_QUERY";
+    s.sql = "SELECT * FROM t";
+    s.result = CommandResult::rows;
+    s.result_sets = 1;
+    s.rows = 3;
+    s.bytes_sent = 20;
+    s.bytes_received = 188;
+    s.server_wait_ns = 473'000;
+    s.ts_start_ns = 1'000;
+    s.ts_end_ns = 1'001'000;
+    EXPECT_EQ(render_command_summary_text(s),
+              "mysqltrace: 12: summary: COM_QUERY -> ROWS; result sets: 1; rows: 3; bytes sent: "
+              "20; bytes received: 188; server wait: 473.0 us; total: 1000.0 us; SQL: SELECT * "
+              "FROM t\n");
+    s.result = CommandResult::error;
+    s.error_code = 1146;
+    s.error_message = "no";
+    s.result_sets = 0;
+    s.rows = 0;
+    s.server_wait_ns = 900;
+    s.ts_end_ns = 1'000 + 25'000'000;
+    EXPECT_EQ(render_command_summary_text(s),
+              "mysqltrace: 12: summary: COM_QUERY -> ERR 1146 (no); rows: 0; bytes sent: 20; "
+              "bytes received: 188; server wait: 900 ns; total: 25.000 ms; SQL: SELECT * FROM t\n");
+}
+
+TEST(ProtocolJson, EventKeys) {
+    auto j = nlohmann::json::parse(render_protocol_json(error_event()));
+    EXPECT_EQ(j["kind"], "protocol");
+    EXPECT_EQ(j["conn"], 12);
+    EXPECT_EQ(j["pid"], 100);
+    EXPECT_EQ(j["tid"], 101);
+    EXPECT_EQ(j["ts_ns"], 1'500'000'123'456ULL);
+    EXPECT_EQ(j["stage"], "WAIT_FOR_RESULT");
+    EXPECT_EQ(j["event"], "PACKET_RECEIVED");
+    EXPECT_EQ(j["command"], "COM_QUERY");
+    EXPECT_EQ(j["bytes"], 40);
+    EXPECT_EQ(j["seq"], 1);
+    EXPECT_EQ(j["error_code"], 1146);
+    EXPECT_EQ(j["sqlstate"], "42S02");
+    EXPECT_EQ(j["error_message"], "Table 'x.y' doesn't exist");
+    EXPECT_EQ(j["details"],
+              nlohmann::json::array({"Server error 1146 (42S02): Table 'x.y' doesn't exist"}));
+    EXPECT_FALSE(j.contains("sql"));
+    EXPECT_FALSE(j.contains("packet_hex"));
+    // One object per line.
+    std::string line = render_protocol_json(error_event());
+    EXPECT_EQ(line.back(), '\n');
+    EXPECT_EQ(line.find('\n'), line.size() - 1);
+}
+
+TEST(ProtocolJson, MinimalEventAndDump) {
+    ProtocolEvent ev;
+    ev.conn = 5;
+    ev.ts_ns = 7;
+    ev.stage = Stage::connecting;
+    ev.event = TraceEvent::connecting;
+    EXPECT_EQ(render_protocol_json(ev),
+              "{\"conn\":5,\"event\":\"CONNECTING\",\"kind\":\"protocol\",\"pid\":0,\"stage\":"
+              "\"CONNECTING\",\"tid\":0,\"ts_ns\":7}\n");
+    ev.event = TraceEvent::send_command;
+    ev.sql = "SELECT 1";
+    ev.bytes = 9;
+    ev.packet = {0x03, 'S'};
+    ProtocolJsonOptions o;
+    o.dump = true;
+    auto j = protocol_event_json(ev, o);
+    EXPECT_EQ(j["sql"], "SELECT 1");
+    EXPECT_EQ(j["packet_hex"], "0353");
+}
+
+TEST(ProtocolJson, InvalidUtf8IsReplacedNotFatal) {
+    ProtocolEvent ev = error_event();
+    ev.sql = std::string("SELECT '\xff\xfe'");
+    ev.details.push_back("Row: '\xc3'");
+    std::string line;
+    ASSERT_NO_THROW(line = render_protocol_json(ev));
+    auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["sql"], "SELECT '\xEF\xBF\xBD\xEF\xBF\xBD'");
+}
+
+TEST(ProtocolJson, CommandSummaryKeys) {
+    CommandSummary s;
+    s.conn = 2;
+    s.pid = 3;
+    s.tid = 4;
+    s.command_name = "COM_STMT_EXECUTE";
+    s.statement_id = 7;
+    s.sql = "SELECT ?";
+    s.result = CommandResult::rows;
+    s.rows = 1;
+    s.result_sets = 1;
+    s.bytes_sent = 22;
+    s.bytes_received = 33;
+    s.server_wait_ns = 141'000;
+    s.ts_start_ns = 10;
+    s.ts_end_ns = 141'010;
+    auto j = nlohmann::json::parse(render_command_summary_json(s));
+    EXPECT_EQ(j, nlohmann::json::parse(R"({"kind":"protocol_command","conn":2,"pid":3,"tid":4,
+        "ts_start_ns":10,"ts_end_ns":141010,"command":"COM_STMT_EXECUTE","sql":"SELECT ?",
+        "statement_id":7,"result":"ROWS","rows":1,"result_sets":1,"bytes_sent":22,
+        "bytes_received":33,"server_wait_ns":141000,"duration_ns":141000})"));
+}
+
+// A recorded session rendered end to end: every event is one line plus its
+// details, and every JSON line parses.
+TEST(ProtocolOutput, RecordedSessionRendersCompletely) {
+    std::ostringstream text;
+    std::ostringstream json;
+    size_t events = 0;
+    size_t detail_lines = 0;
+    protocol::TracerOptions opt;
+    opt.keep_packets = true;
+    protocol::ConnectionTracer t(
+        4, opt,
+        [&](const ProtocolEvent &ev) {
+            ++events;
+            detail_lines += ev.details.size();
+            text << render_protocol_text(ev);
+            json << render_protocol_json(ev, {true});
+        },
+        [&](const CommandSummary &s) {
+            text << render_command_summary_text(s);
+            json << render_command_summary_json(s);
+        });
+    protocol::fixture::replay(t, protocol::fixture::load_fixture("prepared"));
+    std::istringstream lines(json.str());
+    std::string line;
+    size_t protocol_lines = 0, command_lines = 0;
+    while (std::getline(lines, line)) {
+        auto j = nlohmann::json::parse(line);
+        if (j["kind"] == "protocol") {
+            ++protocol_lines;
+        } else if (j["kind"] == "protocol_command") {
+            ++command_lines;
+        }
+    }
+    EXPECT_EQ(protocol_lines, events);
+    EXPECT_EQ(command_lines, 12u);
+    const std::string rendered = text.str();
+    size_t text_lines = std::count(rendered.begin(), rendered.end(), '\n');
+    EXPECT_EQ(text_lines, events + detail_lines + 12);
+    EXPECT_NE(rendered.find("mysqltrace: 4: stage: WAIT_FOR_ROW, event: PACKET_RECEIVED\n"
+                            "    Row: 1, 'apple', 1.25, '2024-01-02 03:04:05', 0.5\n"),
+              std::string::npos);
+}
+
+}  // namespace
+}  // namespace mysqltrace::output

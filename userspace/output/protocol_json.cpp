@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "output/protocol_json.h"
+
+namespace mysqltrace::output {
+
+using nlohmann::json;
+using protocol::CommandSummary;
+using protocol::ProtocolEvent;
+
+namespace {
+
+template <typename T>
+void put(json &j, const char *key, const std::optional<T> &v) {
+    if (v) {
+        j[key] = *v;
+    }
+}
+
+void put(json &j, const char *key, const std::string &v) {
+    if (!v.empty()) {
+        j[key] = v;
+    }
+}
+
+std::string to_hex(const std::vector<uint8_t> &b) {
+    static const char digits[] = "0123456789abcdef";
+    std::string s;
+    s.reserve(b.size() * 2);
+    for (uint8_t c : b) {
+        s += digits[c >> 4];
+        s += digits[c & 15];
+    }
+    return s;
+}
+
+std::string line(const json &j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+json protocol_event_json(const ProtocolEvent &ev, const ProtocolJsonOptions &options) {
+    json j;
+    j["kind"] = "protocol";
+    j["conn"] = ev.conn;
+    j["pid"] = ev.pid;
+    j["tid"] = ev.tid;
+    j["ts_ns"] = ev.ts_ns;
+    j["stage"] = protocol::stage_name(ev.stage);
+    j["event"] = protocol::event_name(ev.event);
+    put(j, "command", ev.command_name);
+    put(j, "sql", ev.sql);
+    put(j, "statement_id", ev.statement_id);
+    put(j, "bytes", ev.bytes);
+    put(j, "seq", ev.seq);
+    if (ev.truncated) {
+        j["truncated"] = true;
+    }
+    put(j, "error_code", ev.error_code);
+    put(j, "sqlstate", ev.sqlstate);
+    if (ev.error_code) {
+        j["error_message"] = ev.error_message;
+    }
+    put(j, "affected_rows", ev.affected_rows);
+    put(j, "last_insert_id", ev.last_insert_id);
+    put(j, "warnings", ev.warnings);
+    put(j, "status_flags", ev.status_flags);
+    put(j, "column_count", ev.column_count);
+    put(j, "row_count", ev.row_count);
+    put(j, "auth_plugin", ev.auth_plugin);
+    put(j, "user", ev.user);
+    put(j, "database", ev.database);
+    put(j, "server_version", ev.server_version);
+    put(j, "server_connection_id", ev.server_connection_id);
+    if (!ev.details.empty()) {
+        j["details"] = ev.details;
+    }
+    if (options.dump) {
+        if (ev.packet_redacted) {
+            j["packet_redacted"] = true;
+        } else if (!ev.packet.empty()) {
+            j["packet_hex"] = to_hex(ev.packet);
+        }
+    }
+    return j;
+}
+
+json command_summary_json(const CommandSummary &s) {
+    json j;
+    j["kind"] = "protocol_command";
+    j["conn"] = s.conn;
+    j["pid"] = s.pid;
+    j["tid"] = s.tid;
+    j["ts_start_ns"] = s.ts_start_ns;
+    j["ts_end_ns"] = s.ts_end_ns;
+    j["command"] = s.command_name;
+    put(j, "sql", s.sql);
+    put(j, "statement_id", s.statement_id);
+    j["result"] = protocol::command_result_name(s.result);
+    j["rows"] = s.rows;
+    j["result_sets"] = s.result_sets;
+    put(j, "affected_rows", s.affected_rows);
+    put(j, "error_code", s.error_code);
+    if (s.error_code) {
+        j["error_message"] = s.error_message;
+    }
+    j["bytes_sent"] = s.bytes_sent;
+    j["bytes_received"] = s.bytes_received;
+    j["server_wait_ns"] = s.server_wait_ns;
+    j["duration_ns"] = s.ts_end_ns - s.ts_start_ns;
+    return j;
+}
+
+std::string render_protocol_json(const ProtocolEvent &ev, const ProtocolJsonOptions &options) {
+    return line(protocol_event_json(ev, options));
+}
+
+std::string render_command_summary_json(const CommandSummary &s) {
+    return line(command_summary_json(s));
+}
+
+}  // namespace mysqltrace::output

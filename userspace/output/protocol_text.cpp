@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "output/protocol_text.h"
+
+#include <cstdio>
+
+namespace mysqltrace::output {
+
+using protocol::CommandSummary;
+using protocol::ProtocolEvent;
+
+namespace {
+
+std::string prefix(uint64_t conn, uint64_t ts_ns, uint32_t pid, uint32_t tid,
+                   const ProtocolTextOptions &options) {
+    std::string out;
+    if (options.timestamps) {
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), "%llu.%06llu %u/%u ",
+                      static_cast<unsigned long long>(ts_ns / 1000000000ULL),
+                      static_cast<unsigned long long>((ts_ns / 1000ULL) % 1000000ULL), pid, tid);
+        out += buf;
+    }
+    out += "mysqltrace: " + std::to_string(conn) + ": ";
+    return out;
+}
+
+std::string duration(uint64_t ns) {
+    char buf[64];
+    if (ns < 10000) {
+        std::snprintf(buf, sizeof(buf), "%llu ns", static_cast<unsigned long long>(ns));
+    } else if (ns < 10000000) {
+        std::snprintf(buf, sizeof(buf), "%.1f us", ns / 1e3);
+    } else {
+        std::snprintf(buf, sizeof(buf), "%.3f ms", ns / 1e6);
+    }
+    return buf;
+}
+
+}  // namespace
+
+std::string escape_text(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char ch : s) {
+        auto c = static_cast<unsigned char>(ch);
+        switch (c) {
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                if (c < 0x20 || c == 0x7F) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+                    out += buf;
+                } else {
+                    out += ch;
+                }
+        }
+    }
+    return out;
+}
+
+std::string hex_dump(std::span<const uint8_t> bytes, const std::string &indent) {
+    std::string out;
+    for (size_t row = 0; row < bytes.size(); row += 16) {
+        std::string hexpart;
+        std::string text;
+        for (size_t i = 0; i < 16; ++i) {
+            if (i == 8) {
+                hexpart += ' ';
+            }
+            if (row + i < bytes.size()) {
+                uint8_t c = bytes[row + i];
+                char buf[4];
+                std::snprintf(buf, sizeof(buf), " %02X", c);
+                hexpart += buf;
+                text += (c >= 0x20 && c < 0x7F) ? static_cast<char>(c) : '.';
+            } else {
+                hexpart += "   ";
+            }
+        }
+        out += indent + hexpart.substr(1) + "   " + text + "\n";
+    }
+    return out;
+}
+
+std::string render_protocol_text(const ProtocolEvent &ev, const ProtocolTextOptions &options) {
+    std::string out = prefix(ev.conn, ev.ts_ns, ev.pid, ev.tid, options);
+    out += "stage: ";
+    out += protocol::stage_name(ev.stage);
+    out += ", event: ";
+    out += protocol::event_name(ev.event);
+    out += '\n';
+    for (const auto &d : ev.details) {
+        out += "    " + escape_text(d) + "\n";
+    }
+    if (options.dump && ev.bytes) {
+        if (ev.packet_redacted) {
+            out += "    (packet withheld: it carries secrets; --show-secrets shows it)\n";
+        } else if (!ev.packet.empty()) {
+            out += "    packet: " + std::to_string(*ev.bytes) + " bytes";
+            if (ev.packet.size() < *ev.bytes) {
+                out += ", first " + std::to_string(ev.packet.size()) + " shown";
+            }
+            out += "\n";
+            out += hex_dump(ev.packet, "      ");
+        }
+    }
+    return out;
+}
+
+std::string render_command_summary_text(const CommandSummary &s,
+                                        const ProtocolTextOptions &options) {
+    std::string out = prefix(s.conn, s.ts_end_ns, s.pid, s.tid, options);
+    out += "summary: " + s.command_name + " -> " + protocol::command_result_name(s.result);
+    if (s.error_code) {
+        out += " " + std::to_string(*s.error_code) + " (" + escape_text(s.error_message) + ")";
+    }
+    if (s.statement_id) {
+        out += "; statement: " + std::to_string(*s.statement_id);
+    }
+    if (s.result_sets > 0) {
+        out += "; result sets: " + std::to_string(s.result_sets);
+    }
+    out += "; rows: " + std::to_string(s.rows);
+    if (s.affected_rows) {
+        out += "; affected: " + std::to_string(*s.affected_rows);
+    }
+    out += "; bytes sent: " + std::to_string(s.bytes_sent);
+    out += "; bytes received: " + std::to_string(s.bytes_received);
+    out += "; server wait: " + duration(s.server_wait_ns);
+    out += "; total: " + duration(s.ts_end_ns - s.ts_start_ns);
+    if (s.sql) {
+        out += "; SQL: " + escape_text(*s.sql);
+    }
+    out += '\n';
+    return out;
+}
+
+}  // namespace mysqltrace::output

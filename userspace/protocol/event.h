@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The neutral model the stage machine emits and the renderers consume.
+// Stage and event names and their order are those of MySQL's WL#6226
+// (include/mysql/plugin_trace.h), so a trace reads like the output of the
+// client library's own protocol trace plugin.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mysqltrace::protocol {
+
+enum class Stage : uint8_t {
+    connecting,
+    wait_for_init_packet,
+    authenticate,
+    ssl_negotiation,
+    ready_for_command,
+    wait_for_packet,
+    wait_for_result,
+    wait_for_field_def,
+    wait_for_row,
+    file_request,
+    wait_for_ps_description,
+    wait_for_param_def,
+    disconnected,
+};
+
+enum class TraceEvent : uint8_t {
+    error,
+    connecting,
+    connected,
+    disconnected,
+    send_ssl_request,
+    ssl_connect,
+    ssl_connected,
+    init_packet_received,
+    auth_plugin,
+    send_auth_response,
+    send_auth_data,
+    authenticated,
+    send_command,
+    send_file,
+    read_packet,
+    packet_received,
+    packet_sent,
+};
+
+// "WAIT_FOR_RESULT", "PACKET_RECEIVED".
+const char *stage_name(Stage stage);
+const char *event_name(TraceEvent event);
+
+enum class Direction : uint8_t { client_to_server, server_to_client };
+// Where bytes were captured: the socket (wire bytes, TLS records once TLS is
+// on) or the cleartext side of the client's TLS library.
+enum class Source : uint8_t { socket, tls_cleartext };
+
+struct ProtocolEvent {
+    uint64_t conn = 0;  // the tracer's connection id, given by the capture side
+    uint64_t ts_ns = 0;
+    uint32_t pid = 0;
+    uint32_t tid = 0;
+    Stage stage = Stage::connecting;  // the stage the event happened in
+    TraceEvent event = TraceEvent::error;
+
+    // Fields below are set only where they apply.
+    std::optional<uint8_t> command;  // SEND_COMMAND, and events of the command's reply
+    std::string command_name;        // "COM_QUERY"
+    std::optional<std::string> sql;  // redacted unless show_secrets
+    std::optional<uint32_t> statement_id;
+    std::optional<uint64_t> bytes;  // payload length of the packet (true length)
+    std::optional<uint8_t> seq;
+    bool truncated = false;        // bytes of the packet were not captured
+    std::vector<uint8_t> packet;   // payload prefix for hex dumps (only if asked for)
+    bool packet_redacted = false;  // packet withheld because it holds secrets
+
+    std::optional<uint16_t> error_code;
+    std::string sqlstate;
+    std::string error_message;
+
+    std::optional<uint64_t> affected_rows;
+    std::optional<uint64_t> last_insert_id;
+    std::optional<uint16_t> warnings;
+    std::optional<uint16_t> status_flags;
+    std::optional<uint64_t> column_count;
+    std::optional<uint64_t> row_count;  // rows of the result set so far (row packets, end)
+
+    std::string auth_plugin;
+    std::string user;
+    std::string database;
+    std::string server_version;
+    std::optional<uint32_t> server_connection_id;
+
+    std::vector<std::string> details;  // human-readable lines
+};
+
+enum class CommandResult : uint8_t {
+    ok,          // OK packet
+    error,       // ERR packet
+    rows,        // one or more result sets
+    reply,       // a reply that is neither (COM_STATISTICS's string)
+    no_reply,    // the command has none (COM_QUIT, COM_STMT_CLOSE, ...)
+    incomplete,  // the connection closed or the capture lost the reply
+};
+const char *command_result_name(CommandResult r);  // "OK", "ERR", "ROWS", ...
+
+// One per command, when its reply has been read.
+struct CommandSummary {
+    uint64_t conn = 0;
+    uint32_t pid = 0;
+    uint32_t tid = 0;
+    uint64_t ts_start_ns = 0;  // command sent
+    uint64_t ts_end_ns = 0;    // last packet of the reply
+    uint8_t command = 0;
+    std::string command_name;
+    std::optional<std::string> sql;
+    std::optional<uint32_t> statement_id;
+    CommandResult result = CommandResult::incomplete;
+    uint64_t rows = 0;  // rows of all result sets
+    uint64_t result_sets = 0;
+    std::optional<uint64_t> affected_rows;
+    std::optional<uint16_t> error_code;
+    std::string error_message;
+    uint64_t bytes_sent = 0;  // MySQL packet bytes (headers included, uncompressed)
+    uint64_t bytes_received = 0;
+    // Time the client spent waiting for the server: from each client send
+    // (the command, the end of a LOCAL INFILE upload) to the first reply
+    // packet that followed it.
+    uint64_t server_wait_ns = 0;
+};
+
+}  // namespace mysqltrace::protocol

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "protocol/packet_stream.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "protocol/constants.h"
+
+namespace mysqltrace::protocol {
+
+struct PacketStream::Inflater {
+    z_stream zs{};
+    bool initialised = false;
+    bool done = false;  // the frame's zlib stream has ended
+
+    Inflater() { initialised = inflateInit(&zs) == Z_OK; }
+    ~Inflater() {
+        if (initialised) {
+            inflateEnd(&zs);
+        }
+    }
+    void reset() {
+        done = false;
+        if (initialised) {
+            inflateReset(&zs);
+        }
+    }
+};
+
+PacketStream::PacketStream(size_t max_keep) : max_keep_(max_keep) {}
+PacketStream::~PacketStream() = default;
+PacketStream::PacketStream(PacketStream &&) noexcept = default;
+PacketStream &PacketStream::operator=(PacketStream &&) noexcept = default;
+
+void PacketStream::feed(const uint8_t *data, size_t copied, size_t true_len, uint64_t ts_ns) {
+    if (copied > true_len) {
+        true_len = copied;
+    }
+    stats_.bytes += true_len;
+    stats_.gap_bytes += true_len - copied;
+    if (!synced_) {
+        stats_.skipped_bytes += true_len;
+        return;
+    }
+    Chunk c;
+    c.data.assign(data, data + copied);
+    c.gap = true_len - copied;
+    c.ts_ns = ts_ns;
+    pending_.push_back(std::move(c));
+}
+
+size_t PacketStream::pending_bytes() const {
+    size_t n = 0;
+    for (const auto &c : pending_) {
+        n += c.data.size() - c.pos;
+    }
+    return n;
+}
+
+bool PacketStream::next(Packet &out) {
+    while (true) {
+        if (!ready_.empty()) {
+            out = std::move(ready_.front());
+            ready_.pop_front();
+            ++stats_.packets;
+            return true;
+        }
+        if (pending_.empty()) {
+            return false;
+        }
+        Chunk &c = pending_.front();
+        if (!synced_) {
+            stats_.skipped_bytes += (c.data.size() - c.pos) + c.gap;
+            pending_.pop_front();
+            continue;
+        }
+        if (c.pos < c.data.size()) {
+            const uint8_t *p = c.data.data() + c.pos;
+            size_t n = c.data.size() - c.pos;
+            if (compressed_) {
+                consume_frames(p, n, c.ts_ns);
+                c.pos += n;
+            } else {
+                c.pos += consume(p, n, c.ts_ns);
+            }
+            continue;
+        }
+        if (c.gap > 0) {
+            uint64_t g = c.gap;
+            c.gap = 0;
+            if (compressed_) {
+                frames_gap(g, c.ts_ns);
+            } else {
+                consume_gap(g, c.ts_ns);
+            }
+            continue;
+        }
+        pending_.pop_front();
+    }
+}
+
+void PacketStream::set_compressed(bool on) {
+    if (on == compressed_) {
+        return;
+    }
+    compressed_ = on;
+    in_frame_ = false;
+    fhdr_have_ = 0;
+    if (on && !inflater_) {
+        inflater_ = std::make_unique<Inflater>();
+    }
+}
+
+void PacketStream::reset_state() {
+    hdr_have_ = 0;
+    in_payload_ = false;
+    remaining_ = 0;
+    continues_ = false;
+    building_ = false;
+    hole_ = false;
+    cur_ = Packet{};
+    fhdr_have_ = 0;
+    in_frame_ = false;
+    frame_remaining_ = 0;
+    frame_ulen_ = 0;
+    frame_out_ = 0;
+    frame_broken_ = false;
+}
+
+void PacketStream::desync() {
+    for (const auto &c : pending_) {
+        stats_.skipped_bytes += (c.data.size() - c.pos) + c.gap;
+    }
+    pending_.clear();
+    ready_.clear();
+    reset_state();
+    synced_ = false;
+}
+
+void PacketStream::resync() {
+    for (const auto &c : pending_) {
+        stats_.skipped_bytes += (c.data.size() - c.pos) + c.gap;
+    }
+    pending_.clear();
+    ready_.clear();
+    reset_state();
+    synced_ = true;
+}
+
+void PacketStream::lose_sync(uint64_t skipped) {
+    stats_.skipped_bytes += skipped;
+    ++stats_.sync_losses;
+    if (building_) {
+        // What was assembled so far is still worth reporting, but its end
+        // (and so its length) is unknown.
+        cur_.gap = true;
+        cur_.length_known = false;
+        ready_.push_back(std::move(cur_));
+    }
+    // Input still queued is counted as skipped by next(); it must not be
+    // freed here because next() may be iterating over it.
+    reset_state();
+    synced_ = false;
+}
+
+size_t PacketStream::consume(const uint8_t *p, size_t n, uint64_t ts_ns) {
+    size_t i = 0;
+    while (i < n) {
+        if (!in_payload_) {
+            if (hdr_have_ == 0) {
+                hdr_ts_ns_ = ts_ns;
+            }
+            size_t take = std::min(n - i, 4 - hdr_have_);
+            std::memcpy(hdr_ + hdr_have_, p + i, take);
+            hdr_have_ += take;
+            i += take;
+            if (hdr_have_ < 4) {
+                break;
+            }
+            hdr_have_ = 0;
+            uint32_t len = hdr_[0] | (hdr_[1] << 8) | (hdr_[2] << 16);
+            if (!building_) {
+                cur_ = Packet{};
+                cur_.seq = hdr_[3];
+                cur_.ts_first_ns = hdr_ts_ns_;
+                building_ = true;
+                hole_ = false;
+            }
+            cur_.physical_packets++;
+            cur_.length += len;
+            cur_.wire_bytes += 4 + static_cast<uint64_t>(len);
+            cur_.ts_last_ns = ts_ns;
+            remaining_ = len;
+            continues_ = len == kMaxPacketPayload;
+            in_payload_ = true;
+            if (len == 0) {
+                in_payload_ = false;
+                if (!continues_) {
+                    finish_packet(ts_ns);
+                    return i;
+                }
+            }
+            continue;
+        }
+        size_t take = std::min<size_t>(n - i, remaining_);
+        if (!hole_ && cur_.payload.size() < max_keep_) {
+            size_t keep = std::min(take, max_keep_ - cur_.payload.size());
+            cur_.payload.insert(cur_.payload.end(), p + i, p + i + keep);
+        }
+        i += take;
+        remaining_ -= static_cast<uint32_t>(take);
+        cur_.ts_last_ns = ts_ns;
+        if (remaining_ == 0) {
+            in_payload_ = false;
+            if (!continues_) {
+                finish_packet(ts_ns);
+                return i;
+            }
+        }
+    }
+    return i;
+}
+
+void PacketStream::finish_packet(uint64_t ts_ns) {
+    cur_.ts_last_ns = ts_ns;
+    ready_.push_back(std::move(cur_));
+    cur_ = Packet{};
+    building_ = false;
+    hole_ = false;
+}
+
+void PacketStream::consume_gap(uint64_t n, uint64_t ts_ns) {
+    if (in_payload_) {
+        uint64_t take = std::min<uint64_t>(n, remaining_);
+        remaining_ -= static_cast<uint32_t>(take);
+        n -= take;
+        cur_.gap = true;
+        hole_ = true;
+        cur_.ts_last_ns = ts_ns;
+        if (remaining_ == 0) {
+            in_payload_ = false;
+            if (!continues_) {
+                finish_packet(ts_ns);
+            }
+        }
+    }
+    if (n > 0) {
+        lose_sync(n);
+    }
+}
+
+void PacketStream::consume_frames(const uint8_t *p, size_t n, uint64_t ts_ns) {
+    size_t i = 0;
+    while (i < n && synced_) {
+        if (!in_frame_) {
+            size_t take = std::min(n - i, 7 - fhdr_have_);
+            std::memcpy(fhdr_ + fhdr_have_, p + i, take);
+            fhdr_have_ += take;
+            i += take;
+            if (fhdr_have_ < 7) {
+                break;
+            }
+            fhdr_have_ = 0;
+            frame_remaining_ = fhdr_[0] | (fhdr_[1] << 8) | (fhdr_[2] << 16);
+            frame_ulen_ = fhdr_[4] | (fhdr_[5] << 8) | (fhdr_[6] << 16);
+            frame_out_ = 0;
+            frame_broken_ = false;
+            in_frame_ = true;
+            ++stats_.frames;
+            if (frame_ulen_ != 0) {
+                inflater_->reset();
+                if (!inflater_->initialised) {
+                    frame_broken_ = true;
+                }
+            }
+            if (frame_remaining_ == 0) {
+                end_frame(ts_ns);
+            }
+            continue;
+        }
+        size_t take = std::min<size_t>(n - i, frame_remaining_);
+        frame_payload(p + i, take, ts_ns);
+        i += take;
+        frame_remaining_ -= static_cast<uint32_t>(take);
+        if (frame_remaining_ == 0 && synced_) {
+            end_frame(ts_ns);
+        }
+    }
+    if (!synced_) {
+        stats_.skipped_bytes += n - i;
+    }
+}
+
+void PacketStream::frame_payload(const uint8_t *p, size_t n, uint64_t ts_ns) {
+    if (frame_broken_ || n == 0) {
+        return;
+    }
+    if (frame_ulen_ == 0) {
+        frame_out_ += n;
+        feed_inner(p, n, ts_ns);
+        return;
+    }
+    Inflater &inf = *inflater_;
+    if (inf.done) {
+        return;
+    }
+    uint8_t out[16384];
+    inf.zs.next_in = const_cast<Bytef *>(p);
+    inf.zs.avail_in = static_cast<uInt>(n);
+    while (inf.zs.avail_in > 0 && !inf.done) {
+        inf.zs.next_out = out;
+        inf.zs.avail_out = sizeof(out);
+        int rc = inflate(&inf.zs, Z_NO_FLUSH);
+        size_t produced = sizeof(out) - inf.zs.avail_out;
+        // Never let a corrupt frame produce more than it announced.
+        size_t allowed = frame_out_ < frame_ulen_ ? frame_ulen_ - frame_out_ : 0;
+        size_t use = std::min(produced, allowed);
+        frame_out_ += use;
+        if (use > 0) {
+            feed_inner(out, use, ts_ns);
+        }
+        if (!synced_) {
+            return;
+        }
+        if (rc == Z_STREAM_END) {
+            inf.done = true;
+        } else if (rc != Z_OK || produced > allowed) {
+            frame_broken_ = true;
+            ++stats_.inflate_errors;
+            return;
+        } else if (produced == 0 && inf.zs.avail_in > 0 && inf.zs.avail_out > 0) {
+            frame_broken_ = true;
+            ++stats_.inflate_errors;
+            return;
+        }
+    }
+}
+
+void PacketStream::end_frame(uint64_t ts_ns) {
+    in_frame_ = false;
+    if (frame_ulen_ != 0 && frame_out_ < frame_ulen_ && synced_) {
+        // The frame did not yield what it announced (lost or corrupt bytes):
+        // the packet layer sees the shortfall as a gap of known size.
+        if (!frame_broken_) {
+            ++stats_.inflate_errors;
+        }
+        uint64_t missing = frame_ulen_ - frame_out_;
+        frame_out_ = frame_ulen_;
+        consume_gap(missing, ts_ns);
+    }
+}
+
+void PacketStream::frames_gap(uint64_t n, uint64_t ts_ns) {
+    if (in_frame_) {
+        uint64_t take = std::min<uint64_t>(n, frame_remaining_);
+        frame_remaining_ -= static_cast<uint32_t>(take);
+        n -= take;
+        if (frame_ulen_ == 0) {
+            frame_out_ += take;
+            consume_gap(take, ts_ns);
+        } else {
+            frame_broken_ = true;
+        }
+        if (frame_remaining_ == 0 && synced_) {
+            end_frame(ts_ns);
+        }
+    }
+    if (n > 0 && synced_) {
+        lose_sync(n);
+    }
+}
+
+void PacketStream::feed_inner(const uint8_t *p, size_t n, uint64_t ts_ns) {
+    size_t i = 0;
+    while (i < n && synced_) {
+        i += consume(p + i, n - i, ts_ns);
+    }
+}
+
+}  // namespace mysqltrace::protocol

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// One direction of one connection: captured byte chunks in, MySQL packets
+// out.
+//
+// Framing: 3-byte little-endian payload length + 1-byte sequence id. A
+// payload of exactly 0xFFFFFF bytes continues in the next physical packet;
+// the logical packet ends with the first shorter one (possibly empty), so one
+// Packet can describe more than 16 MiB.
+//
+// Compression (CLIENT_COMPRESS, switched on by the caller once the handshake
+// is over): each frame has a 7-byte header (3-byte compressed length, 1-byte
+// sequence, 3-byte uncompressed length). An uncompressed length of 0 means
+// the frame is stored as is; otherwise its body is one zlib stream. The
+// frames carry a byte stream of ordinary packets that need not be aligned to
+// frame boundaries, so decompressed bytes feed the same packet parser.
+//
+// Gaps: the capture may say "N more bytes existed here but were not copied".
+// They are skipped by length: a packet whose payload lost bytes is delivered
+// with gap set and only the bytes before the hole kept. When a gap swallows a
+// header there is no way to know where the next packet starts; the stream
+// then stops (synced() is false) and discards input until resync(), which
+// the caller issues at a chunk boundary it has other reasons to trust (never
+// by scanning for something that looks like a header).
+//
+// Memory: at most max_keep payload bytes are kept per logical packet (the
+// true length is always reported), plus the input of chunks not yet parsed;
+// parsing is lazy so that the caller can switch compression exactly after
+// the packet that ends the handshake, even if more bytes follow in the same
+// chunk.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+namespace mysqltrace::protocol {
+
+struct Packet {
+    uint64_t length = 0;            // true payload length of the logical packet
+    uint8_t seq = 0;                // sequence id of its first physical packet
+    uint32_t physical_packets = 0;  // > 1 for packets of 16 MiB and more
+    std::vector<uint8_t> payload;   // the payload's first bytes, up to the keep cap
+    bool gap = false;               // the capture lost bytes of this packet
+    bool length_known = true;       // false if sync was lost inside a continuation chain
+    uint64_t ts_first_ns = 0;       // chunk holding its first header byte
+    uint64_t ts_last_ns = 0;        // chunk that completed it
+    uint64_t wire_bytes = 0;        // headers + payload, before compression
+
+    bool truncated() const { return payload.size() < length; }
+};
+
+struct PacketStreamStats {
+    uint64_t bytes = 0;          // bytes fed, including missing ones
+    uint64_t gap_bytes = 0;      // bytes reported missing by the capture
+    uint64_t skipped_bytes = 0;  // bytes discarded while not synced
+    uint64_t packets = 0;
+    uint64_t frames = 0;          // compressed frames
+    uint64_t inflate_errors = 0;  // frames that did not decompress
+    uint64_t sync_losses = 0;
+};
+
+class PacketStream {
+  public:
+    static constexpr size_t kDefaultMaxKeep = 1 << 20;
+
+    explicit PacketStream(size_t max_keep = kDefaultMaxKeep);
+    ~PacketStream();
+    PacketStream(PacketStream &&) noexcept;
+    PacketStream &operator=(PacketStream &&) noexcept;
+    PacketStream(const PacketStream &) = delete;
+    PacketStream &operator=(const PacketStream &) = delete;
+
+    // data[0..copied) were captured; true_len - copied more bytes followed
+    // on the wire but were not copied.
+    void feed(const uint8_t *data, size_t copied, size_t true_len, uint64_t ts_ns);
+
+    // Parses just enough pending input to return the next complete packet.
+    bool next(Packet &out);
+
+    // Takes effect at the first byte not yet returned by next().
+    void set_compressed(bool on);
+    bool compressed() const { return compressed_; }
+
+    bool synced() const { return synced_; }
+    // Drops pending input and partial state and stops until resync().
+    void desync();
+    // Drops pending input and partial state; the next byte fed starts a
+    // packet (or a compressed frame) header.
+    void resync();
+    // Bytes fed but not yet parsed.
+    size_t pending_bytes() const;
+
+    const PacketStreamStats &stats() const { return stats_; }
+
+  private:
+    struct Chunk {
+        std::vector<uint8_t> data;
+        size_t pos = 0;
+        uint64_t gap = 0;  // missing bytes after data
+        uint64_t ts_ns = 0;
+    };
+    struct Inflater;
+
+    // Packet layer. consume() stops after completing one packet so the
+    // caller can look at it before the next byte is interpreted.
+    size_t consume(const uint8_t *p, size_t n, uint64_t ts_ns);
+    void consume_gap(uint64_t n, uint64_t ts_ns);
+    void finish_packet(uint64_t ts_ns);
+    // Compressed frame layer: consumes everything it is given.
+    void consume_frames(const uint8_t *p, size_t n, uint64_t ts_ns);
+    void frames_gap(uint64_t n, uint64_t ts_ns);
+    void frame_payload(const uint8_t *p, size_t n, uint64_t ts_ns);
+    void end_frame(uint64_t ts_ns);
+    void feed_inner(const uint8_t *p, size_t n, uint64_t ts_ns);
+    void lose_sync(uint64_t skipped);
+    void reset_state();
+
+    size_t max_keep_;
+    bool compressed_ = false;
+    bool synced_ = true;
+    std::deque<Chunk> pending_;
+    std::deque<Packet> ready_;
+    PacketStreamStats stats_;
+
+    // Packet layer state.
+    uint8_t hdr_[4] = {};
+    size_t hdr_have_ = 0;
+    uint64_t hdr_ts_ns_ = 0;  // chunk that held the header's first byte
+    bool in_payload_ = false;
+    uint32_t remaining_ = 0;  // payload bytes left in the current physical packet
+    bool continues_ = false;  // current physical packet has length 0xFFFFFF
+    bool building_ = false;   // cur_ holds a started logical packet
+    bool hole_ = false;       // cur_ lost bytes; stop appending to its payload
+    Packet cur_;
+
+    // Frame layer state.
+    uint8_t fhdr_[7] = {};
+    size_t fhdr_have_ = 0;
+    bool in_frame_ = false;
+    uint32_t frame_remaining_ = 0;
+    uint32_t frame_ulen_ = 0;
+    uint64_t frame_out_ = 0;
+    bool frame_broken_ = false;
+    std::unique_ptr<Inflater> inflater_;
+};
+
+}  // namespace mysqltrace::protocol

@@ -1,0 +1,796 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "protocol/wl6226.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "protocol/constants.h"
+#include "protocol/redact.h"
+#include "protocol/wl6226_util.h"
+
+namespace mysqltrace::protocol {
+
+using detail::hex;
+using detail::hex64;
+using detail::join;
+
+namespace {
+
+// What a connection first seen mid-stream is assumed to have negotiated:
+// every client and server of the last 15 years speaks protocol 4.1 with
+// secure connection and plugin auth. Whether EOF packets are deprecated is
+// left open and inferred from the replies (see infer_deprecate_eof).
+constexpr uint64_t kAssumedCaps = cap::protocol_41 | cap::transactions | cap::secure_connection |
+                                  cap::plugin_auth | cap::multi_results | cap::ps_multi_results;
+
+uint32_t le24(const uint8_t *p) {
+    return p[0] | (p[1] << 8) | (p[2] << 16);
+}
+uint32_t le32(const uint8_t *p) {
+    return le24(p) | (static_cast<uint32_t>(p[3]) << 24);
+}
+
+Stage stage_after_send(uint8_t code) {
+    switch (code) {
+        case com::stmt_prepare:
+            return Stage::wait_for_ps_description;
+        case com::stmt_fetch:
+        case com::binlog_dump:
+        case com::binlog_dump_gtid:
+        case com::table_dump:
+            // Replication streams are sequences of 0x00-led event packets
+            // ended by EOF or ERR: read like rows.
+            return Stage::wait_for_row;
+        case com::field_list:
+            return Stage::wait_for_field_def;
+        case com::statistics:
+            return Stage::wait_for_packet;
+        case com::change_user:
+            return Stage::authenticate;
+        case com::quit:
+        case com::stmt_close:
+        case com::stmt_send_long_data:
+        case com::register_slave:
+            return Stage::ready_for_command;
+        default:
+            return Stage::wait_for_result;
+    }
+}
+
+bool has_no_reply(uint8_t code) {
+    return stage_after_send(code) == Stage::ready_for_command;
+}
+
+bool names_statement(uint8_t code) {
+    return code == com::stmt_execute || code == com::stmt_bulk_execute || code == com::stmt_fetch ||
+           code == com::stmt_close || code == com::stmt_reset || code == com::stmt_send_long_data;
+}
+
+}  // namespace
+
+ConnectionTracer::ConnectionTracer(uint64_t conn, TracerOptions options, EventCallback on_event,
+                                   SummaryCallback on_summary)
+    : conn_(conn),
+      options_(options),
+      on_event_(std::move(on_event)),
+      on_summary_(std::move(on_summary)),
+      socket_client_(options.max_packet_keep),
+      socket_server_(options.max_packet_keep),
+      tls_client_(options.max_packet_keep),
+      tls_server_(options.max_packet_keep) {
+    // Until a connect, a greeting or a command anchors them, stream
+    // positions are unknown.
+    socket_client_.desync();
+    socket_server_.desync();
+    tls_client_.desync();
+    tls_server_.desync();
+}
+
+ConnectionTracer::~ConnectionTracer() = default;
+
+ConnectionStats ConnectionTracer::stats() const {
+    ConnectionStats s = stats_;
+    for (const PacketStream *ps : {&socket_client_, &socket_server_, &tls_client_, &tls_server_}) {
+        s.skipped_bytes += ps->stats().skipped_bytes;
+        s.compressed_frames += ps->stats().frames;
+        s.inflate_errors += ps->stats().inflate_errors;
+    }
+    return s;
+}
+
+PacketStream &ConnectionTracer::stream(Direction dir, Source src) {
+    if (src == Source::tls_cleartext) {
+        return dir == Direction::client_to_server ? tls_client_ : tls_server_;
+    }
+    return dir == Direction::client_to_server ? socket_client_ : socket_server_;
+}
+
+uint64_t ConnectionTracer::caps() const {
+    return handshake_seen_ ? (server_caps_ & client_caps_) : kAssumedCaps;
+}
+
+void ConnectionTracer::on_connect(uint64_t ts_ns, uint32_t pid, uint32_t tid) {
+    if (closed_ || connect_seen_ || ever_synced_) {
+        return;
+    }
+    connect_seen_ = true;
+    synced_ = ever_synced_ = true;
+    stage_ = Stage::connecting;
+    socket_client_.resync();
+    socket_server_.resync();
+    Ctx ctx{ts_ns, pid, tid};
+    ProtocolEvent ev = make_event(TraceEvent::connecting, Stage::connecting, ts_ns, ctx);
+    emit(ev);
+}
+
+void ConnectionTracer::on_connected(uint64_t ts_ns, uint32_t pid, uint32_t tid) {
+    if (closed_ || !synced_ || stage_ != Stage::connecting) {
+        return;
+    }
+    Ctx ctx{ts_ns, pid, tid};
+    ProtocolEvent ev = make_event(TraceEvent::connected, Stage::connecting, ts_ns, ctx);
+    emit(ev);
+    stage_ = Stage::wait_for_init_packet;
+}
+
+void ConnectionTracer::feed(Direction dir, Source src, const uint8_t *data, size_t copied,
+                            size_t true_len, uint64_t ts_ns, uint32_t pid, uint32_t tid) {
+    if (copied > true_len) {
+        true_len = copied;
+    }
+    if (true_len == 0) {
+        return;
+    }
+    const bool client = dir == Direction::client_to_server;
+    (client ? stats_.bytes_client : stats_.bytes_server) += true_len;
+    stats_.gap_bytes += true_len - copied;
+    Ctx ctx{ts_ns, pid, tid};
+    if (closed_) {
+        stats_.skipped_bytes += true_len;
+        return;
+    }
+    if (src == Source::tls_cleartext) {
+        if (!tls_) {
+            tls_ = true;
+            socket_client_.desync();
+            socket_server_.desync();
+            if (synced_ && stage_ == Stage::ssl_negotiation) {
+                ProtocolEvent ev =
+                    make_event(TraceEvent::ssl_connected, Stage::ssl_negotiation, ts_ns, ctx);
+                emit(ev);
+                stage_ = Stage::authenticate;
+                tls_client_.resync();
+                tls_server_.resync();
+            } else if (synced_) {
+                // TLS began without an SSL request we saw: where the
+                // cleartext stands in the protocol is unknown.
+                lose_sync();
+            }
+        }
+    } else if (tls_ || (synced_ && stage_ == Stage::ssl_negotiation)) {
+        stats_.tls_record_bytes += true_len;
+        return;
+    }
+
+    PacketStream &s = stream(dir, src);
+    if (!synced_) {
+        if (!client && !ever_synced_ && looks_like_greeting(data, copied)) {
+            synced_ = ever_synced_ = true;
+            stage_ = Stage::wait_for_init_packet;
+            pending_note_ = "connection first seen at the server greeting";
+            stream(Direction::client_to_server, src).resync();
+            s.resync();
+        } else if (client) {
+            CommandFraming f = looks_like_command(data, copied, true_len);
+            if (f == CommandFraming::none) {
+                stats_.skipped_bytes += true_len;
+                return;
+            }
+            resync_at_command(f, src, ctx);
+        } else {
+            stats_.skipped_bytes += true_len;
+            return;
+        }
+    } else if (!client && server_resync_pending_) {
+        server_resync_pending_ = false;
+        s.resync();
+        s.set_compressed(stream(Direction::client_to_server, src).compressed());
+    }
+    if (stage_ == Stage::connecting) {
+        on_connected(ts_ns, pid, tid);
+    }
+    s.feed(data, copied, true_len, ts_ns);
+    drain(dir, src, ctx);
+}
+
+void ConnectionTracer::drain(Direction dir, Source src, const Ctx &ctx) {
+    PacketStream &s = stream(dir, src);
+    Packet p;
+    while (synced_ && s.next(p)) {
+        if (dir == Direction::client_to_server) {
+            ++stats_.packets_client;
+            handle_client_packet(p, ctx);
+        } else {
+            ++stats_.packets_server;
+            handle_server_packet(p, ctx);
+        }
+        if (src == Source::socket && (tls_ || stage_ == Stage::ssl_negotiation)) {
+            // Whatever follows the SSL request on the socket is TLS.
+            s.desync();
+            return;
+        }
+    }
+    if (synced_ && !s.synced()) {
+        lose_sync();
+    }
+}
+
+void ConnectionTracer::lose_sync() {
+    synced_ = false;
+    ++stats_.sync_losses;
+    flush_commands(CommandResult::incomplete, last_ts_);
+    socket_client_.desync();
+    socket_server_.desync();
+    tls_client_.desync();
+    tls_server_.desync();
+    server_resync_pending_ = false;
+    col_remaining_ = param_remaining_ = 0;
+    in_prepare_ = field_list_ = binary_rows_ = false;
+    change_user_auth_ = false;
+}
+
+void ConnectionTracer::resync_at_command(CommandFraming framing, Source src, const Ctx &ctx) {
+    (void)ctx;
+    const bool first = !ever_synced_;
+    flush_commands(CommandResult::incomplete, last_ts_);
+    synced_ = ever_synced_ = true;
+    stage_ = Stage::ready_for_command;
+    ++stats_.resyncs;
+    PacketStream &c = stream(Direction::client_to_server, src);
+    PacketStream &s = stream(Direction::server_to_client, src);
+    c.resync();
+    s.desync();
+    // The reply starts with the server's next write.
+    server_resync_pending_ = true;
+    bool compressed = framing == CommandFraming::compressed;
+    c.set_compressed(compressed);
+    s.set_compressed(compressed);
+    uint64_t skipped = stats().skipped_bytes;
+    pending_note_ = first ? "connection first seen mid-stream; resynchronised at this command"
+                          : "resynchronised at this command after losing track of the stream";
+    pending_note_ += " (" + std::to_string(skipped) + " bytes skipped)";
+}
+
+void ConnectionTracer::enable_compression() {
+    if ((caps() & cap::compress) == 0) {
+        return;
+    }
+    Source src = tls_ ? Source::tls_cleartext : Source::socket;
+    stream(Direction::client_to_server, src).set_compressed(true);
+    stream(Direction::server_to_client, src).set_compressed(true);
+}
+
+void ConnectionTracer::on_error(uint64_t ts_ns, uint32_t pid, uint32_t tid, int code,
+                                std::string_view sqlstate, std::string_view message) {
+    if (closed_) {
+        return;
+    }
+    Ctx ctx{ts_ns, pid, tid};
+    ProtocolEvent ev = make_event(TraceEvent::error, stage_, ts_ns, ctx);
+    ev.error_code = static_cast<uint16_t>(code);
+    ev.sqlstate = std::string(sqlstate);
+    ev.error_message = std::string(message);
+    ev.details.push_back("error " + std::to_string(code) + ": " + std::string(message));
+    emit(ev);
+}
+
+void ConnectionTracer::on_close(uint64_t ts_ns, uint32_t pid, uint32_t tid) {
+    if (closed_) {
+        return;
+    }
+    closed_ = true;
+    if (!emitted_any_) {
+        return;
+    }
+    flush_commands(CommandResult::incomplete, ts_ns);
+    Ctx ctx{ts_ns, pid, tid};
+    ProtocolEvent ev = make_event(TraceEvent::disconnected, stage_, ts_ns, ctx);
+    if (!synced_) {
+        ev.details.push_back("connection was not in sync when it closed");
+    }
+    emit(ev);
+    stage_ = Stage::disconnected;
+}
+
+// ---------------------------------------------------------------------------
+// Events
+
+ProtocolEvent ConnectionTracer::make_event(TraceEvent event, Stage stage, uint64_t ts_ns,
+                                           const Ctx &ctx) {
+    ProtocolEvent ev;
+    ev.conn = conn_;
+    ev.ts_ns = ts_ns;
+    ev.pid = ctx.pid;
+    ev.tid = ctx.tid;
+    ev.stage = stage;
+    ev.event = event;
+    if (server_conn_id_ != 0) {
+        ev.server_connection_id = server_conn_id_;
+    }
+    return ev;
+}
+
+ProtocolEvent ConnectionTracer::packet_event(TraceEvent event, Stage stage, const Packet &p,
+                                             const Ctx &ctx, uint64_t ts_ns) {
+    ProtocolEvent ev = make_event(event, stage, ts_ns, ctx);
+    ev.bytes = p.length;
+    ev.seq = p.seq;
+    ev.truncated = p.truncated() || !p.length_known;
+    return ev;
+}
+
+void ConnectionTracer::attach_packet(ProtocolEvent &ev, const Packet &p, bool secret) {
+    if (!options_.keep_packets) {
+        return;
+    }
+    if (secret && !options_.show_secrets) {
+        ev.packet_redacted = true;
+        return;
+    }
+    size_t n = std::min(p.payload.size(), options_.max_dump_bytes);
+    ev.packet.assign(p.payload.begin(), p.payload.begin() + static_cast<ptrdiff_t>(n));
+}
+
+void ConnectionTracer::emit(ProtocolEvent &ev) {
+    if (!pending_note_.empty()) {
+        ev.details.insert(ev.details.begin(), std::move(pending_note_));
+        pending_note_.clear();
+    }
+    if (ev.ts_ns < last_ts_) {
+        // Events of one connection never go back in time, even when the
+        // capture's clock for two CPUs disagrees by a little.
+        ev.ts_ns = last_ts_;
+    }
+    last_ts_ = ev.ts_ns;
+    emitted_any_ = true;
+    ++stats_.events;
+    if (on_event_) {
+        on_event_(ev);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Commands
+
+void ConnectionTracer::remember_statement(uint32_t id, Statement st) {
+    if (statements_.size() >= options_.max_statements && statements_.count(id) == 0) {
+        statements_.erase(statements_.begin());
+    }
+    statements_[id] = std::move(st);
+}
+
+void ConnectionTracer::activate_head() {
+    PendingCommand *h = head();
+    if (h == nullptr) {
+        stage_ = Stage::ready_for_command;
+        return;
+    }
+    stage_ = h->after_send;
+    h->wait_start_ns = std::max(h->wait_start_ns, last_ts_);
+    col_remaining_ = param_remaining_ = 0;
+    prep_columns_ = 0;
+    in_prepare_ = false;
+    field_list_ = h->code == com::field_list;
+    binary_rows_ = h->code == com::stmt_execute || h->code == com::stmt_fetch ||
+                   h->code == com::stmt_bulk_execute;
+    rows_in_set_ = 0;
+    result_types_.clear();
+    prepared_id_.reset();
+    if (h->code == com::change_user) {
+        change_user_auth_ = true;
+        auth_writes_ = 1;
+        // The server closes every prepared statement of the session.
+        statements_.clear();
+    }
+    if (h->summary.statement_id && *h->summary.statement_id == 0xFFFFFFFF && last_prepared_id_) {
+        // MariaDB's "the statement just prepared", sent before its id was known.
+        h->summary.statement_id = last_prepared_id_;
+        auto it = statements_.find(*last_prepared_id_);
+        if (it != statements_.end() && !h->summary.sql) {
+            h->summary.sql = it->second.sql;
+        }
+    }
+    if (h->code == com::stmt_fetch && h->summary.statement_id) {
+        auto it = statements_.find(*h->summary.statement_id);
+        if (it != statements_.end()) {
+            result_types_ = it->second.column_types;
+        }
+    }
+}
+
+void ConnectionTracer::finish_prepare() {
+    if (prepared_id_) {
+        prepared_.column_types = result_types_;
+        remember_statement(*prepared_id_, std::move(prepared_));
+        prepared_ = Statement{};
+        prepared_id_.reset();
+    }
+    in_prepare_ = false;
+}
+
+void ConnectionTracer::complete_head(CommandResult result, uint64_t ts_ns) {
+    PendingCommand *h = head();
+    if (in_prepare_) {
+        finish_prepare();
+    }
+    stage_ = Stage::ready_for_command;
+    if (h == nullptr) {
+        return;
+    }
+    if (result == CommandResult::ok && h->summary.result_sets > 0) {
+        result = CommandResult::rows;
+    }
+    h->summary.result = result;
+    h->summary.ts_end_ns = std::max(ts_ns, h->summary.ts_start_ns);
+    if (on_summary_) {
+        on_summary_(h->summary);
+    }
+    commands_.pop_front();
+    change_user_auth_ = false;
+    if (!commands_.empty()) {
+        activate_head();
+    }
+}
+
+void ConnectionTracer::flush_commands(CommandResult result, uint64_t ts_ns) {
+    while (!commands_.empty()) {
+        PendingCommand &h = commands_.front();
+        h.summary.result = result;
+        h.summary.ts_end_ns = std::max(ts_ns, h.summary.ts_start_ns);
+        if (on_summary_) {
+            on_summary_(h.summary);
+        }
+        commands_.pop_front();
+    }
+    in_prepare_ = false;
+    prepared_id_.reset();
+    change_user_auth_ = false;
+}
+
+void ConnectionTracer::handle_client_packet(Packet &p, const Ctx &ctx) {
+    PendingCommand *h = head();
+    switch (stage_) {
+        case Stage::authenticate:
+            handle_auth_client_packet(p, ctx);
+            return;
+        case Stage::file_request: {
+            if (h != nullptr) {
+                h->summary.bytes_sent += p.wire_bytes;
+            }
+            ProtocolEvent ev =
+                packet_event(TraceEvent::send_file, Stage::file_request, p, ctx, p.ts_first_ns);
+            if (h != nullptr) {
+                ev.command = h->code;
+                ev.command_name = h->summary.command_name;
+            }
+            attach_packet(ev, p, false);
+            emit(ev);
+            ProtocolEvent sent =
+                packet_event(TraceEvent::packet_sent, Stage::file_request, p, ctx, p.ts_last_ns);
+            sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
+            if (p.length == 0) {
+                sent.details.push_back("File transfer done");
+            }
+            emit(sent);
+            if (p.length == 0) {
+                stage_ = Stage::wait_for_result;
+                if (h != nullptr) {
+                    h->wait_start_ns = p.ts_last_ns;
+                }
+            }
+            return;
+        }
+        case Stage::connecting:
+        case Stage::wait_for_init_packet: {
+            ProtocolEvent ev = packet_event(TraceEvent::packet_sent, stage_, p, ctx, p.ts_last_ns);
+            ev.details.push_back("client sent a packet before the server greeting");
+            attach_packet(ev, p, true);
+            emit(ev);
+            return;
+        }
+        case Stage::ssl_negotiation:
+        case Stage::disconnected:
+            return;
+        default:
+            handle_command(p, ctx);
+            return;
+    }
+}
+
+void ConnectionTracer::handle_auth_client_packet(Packet &p, const Ctx &ctx) {
+    PendingCommand *h = head();
+    if (h != nullptr) {
+        h->summary.bytes_sent += p.wire_bytes;
+        h->wait_start_ns = p.ts_last_ns;
+    }
+    if (change_user_auth_ || auth_writes_ > 0) {
+        ProtocolEvent ev =
+            packet_event(TraceEvent::send_auth_data, Stage::authenticate, p, ctx, p.ts_first_ns);
+        if (options_.show_secrets) {
+            ev.details.push_back("Auth data: " + hex(p.payload));
+        } else {
+            ev.details.push_back("Auth data: " + std::to_string(p.length) + " bytes");
+        }
+        attach_packet(ev, p, true);
+        emit(ev);
+        ProtocolEvent sent =
+            packet_event(TraceEvent::packet_sent, Stage::authenticate, p, ctx, p.ts_last_ns);
+        sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
+        emit(sent);
+        ++auth_writes_;
+        return;
+    }
+
+    auto hr = decode_handshake_response(p.payload);
+    auto announce = [&](const std::string &plugin) {
+        if (plugin.empty() || plugin == announced_plugin_) {
+            return;
+        }
+        announced_plugin_ = plugin;
+        ProtocolEvent ev = make_event(TraceEvent::auth_plugin, stage_, p.ts_first_ns, ctx);
+        ev.auth_plugin = plugin;
+        ev.details.push_back("Using authentication plugin: " + plugin);
+        emit(ev);
+    };
+    std::string fallback_plugin =
+        greeting_plugin_.empty() ? std::string("mysql_native_password") : greeting_plugin_;
+
+    if (hr && hr->ssl_request) {
+        client_caps_ = hr->capabilities;
+        announce(fallback_plugin);
+        ProtocolEvent ev =
+            packet_event(TraceEvent::send_ssl_request, Stage::authenticate, p, ctx, p.ts_first_ns);
+        ev.details.push_back("SSL request; client capabilities: " + hex64(hr->capabilities));
+        attach_packet(ev, p, false);
+        emit(ev);
+        stage_ = Stage::ssl_negotiation;
+        ProtocolEvent sent =
+            packet_event(TraceEvent::packet_sent, Stage::ssl_negotiation, p, ctx, p.ts_last_ns);
+        sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
+        emit(sent);
+        ProtocolEvent connect =
+            make_event(TraceEvent::ssl_connect, Stage::ssl_negotiation, p.ts_last_ns, ctx);
+        emit(connect);
+        return;
+    }
+
+    ProtocolEvent ev =
+        packet_event(TraceEvent::send_auth_response, Stage::authenticate, p, ctx, p.ts_first_ns);
+    if (hr) {
+        client_caps_ = hr->capabilities;
+        handshake_seen_ = true;
+        deprecate_eof_ = (caps() & cap::deprecate_eof) != 0;
+        announce(hr->auth_plugin.empty() ? fallback_plugin : hr->auth_plugin);
+        ev.user = hr->user;
+        ev.database = hr->database;
+        ev.auth_plugin = announced_plugin_;
+        ev.details.push_back("User: " + hr->user);
+        if (!hr->database.empty()) {
+            ev.details.push_back("Database: " + hr->database);
+        }
+        if (options_.show_secrets) {
+            ev.details.push_back("Auth response: " + hex(hr->auth_response));
+        } else {
+            ev.details.push_back("Auth response: " + std::to_string(hr->auth_response.size()) +
+                                 " bytes");
+        }
+        ev.details.push_back("Client capabilities: " + hex64(hr->capabilities));
+        if (!hr->attributes.empty()) {
+            std::vector<std::string> attrs;
+            for (const auto &[k, v] : hr->attributes) {
+                attrs.push_back(k + "=" + v);
+            }
+            ev.details.push_back("Connection attributes: " + join(attrs, ", "));
+        }
+    } else {
+        announce(fallback_plugin);
+        ev.details.push_back("handshake response not decodable");
+    }
+    attach_packet(ev, p, true);
+    emit(ev);
+    ProtocolEvent sent =
+        packet_event(TraceEvent::packet_sent, Stage::authenticate, p, ctx, p.ts_last_ns);
+    sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
+    emit(sent);
+    auth_writes_ = 1;
+}
+
+void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
+    // A prepare whose reply may or may not end with an EOF: the client moving
+    // on proves there is none (CLIENT_DEPRECATE_EOF).
+    if (head() != nullptr && !deprecate_eof_ && in_prepare_ &&
+        ((stage_ == Stage::wait_for_field_def && col_remaining_ == 0) ||
+         (stage_ == Stage::wait_for_param_def && param_remaining_ == 0 && prep_columns_ == 0))) {
+        deprecate_eof_ = true;
+        complete_head(CommandResult::ok, p.ts_first_ns);
+    }
+
+    std::optional<uint16_t> param_count;
+    std::vector<ColumnType> *param_types = nullptr;
+    std::vector<bool> *long_data = nullptr;
+    Statement *stmt = nullptr;
+    if (p.payload.size() >= 5 && names_statement(p.payload[0])) {
+        uint32_t id = le32(p.payload.data() + 1);
+        auto it = statements_.find(id);
+        if (it != statements_.end()) {
+            stmt = &it->second;
+            param_count = it->second.params;
+            param_types = &it->second.param_types;
+            long_data = &it->second.long_data;
+        }
+    }
+    auto cmd = decode_command(p.payload, caps(), param_count, param_types, long_data,
+                              options_.max_value_len);
+    if (!cmd) {
+        ProtocolEvent ev =
+            packet_event(TraceEvent::packet_sent, Stage::ready_for_command, p, ctx, p.ts_last_ns);
+        ev.details.push_back(p.length == 0 ? "empty packet where a command was expected"
+                                           : "command packet contents not captured");
+        emit(ev);
+        return;
+    }
+    ++stats_.commands;
+
+    PendingCommand pc;
+    pc.code = cmd->code;
+    pc.after_send = stage_after_send(cmd->code);
+    pc.wait_start_ns = p.ts_last_ns;
+    CommandSummary &sum = pc.summary;
+    sum.conn = conn_;
+    sum.pid = ctx.pid;
+    sum.tid = ctx.tid;
+    sum.ts_start_ns = p.ts_first_ns;
+    sum.command = cmd->code;
+    sum.command_name = cmd->name;
+    sum.statement_id = cmd->statement_id;
+    sum.bytes_sent = p.wire_bytes;
+
+    bool secret = cmd->code == com::change_user;
+    std::optional<std::string> sql;
+    if (cmd->sql) {
+        if (options_.show_secrets) {
+            sql = *cmd->sql;
+        } else {
+            bool changed = false;
+            sql = redact_sql(*cmd->sql, &changed);
+            secret = secret || changed;
+        }
+    }
+    sum.sql = sql;
+    if (stmt != nullptr && !sql) {
+        sum.sql = stmt->sql;
+    }
+    if (stmt != nullptr) {
+        // Long data belongs to the next execute; a reset discards it.
+        if (cmd->code == com::stmt_send_long_data) {
+            if (stmt->long_data.size() <= cmd->param_id) {
+                stmt->long_data.resize(cmd->param_id + 1u);
+            }
+            stmt->long_data[cmd->param_id] = true;
+        } else if (cmd->code == com::stmt_execute || cmd->code == com::stmt_reset) {
+            stmt->long_data.clear();
+        }
+    }
+
+    ProtocolEvent ev =
+        packet_event(TraceEvent::send_command, Stage::ready_for_command, p, ctx, p.ts_first_ns);
+    ev.command = cmd->code;
+    ev.command_name = cmd->name;
+    ev.sql = sql;
+    ev.statement_id = cmd->statement_id;
+    std::string label = cmd->name.substr(4);  // without "COM_"
+    switch (cmd->code) {
+        case com::query:
+        case com::stmt_prepare:
+            ev.details.push_back(label + ": " + sql.value_or(""));
+            if (p.truncated()) {
+                ev.details.push_back(std::string(p.gap ? "statement cut by the capture: "
+                                                       : "statement longer than the keep limit: ") +
+                                     std::to_string(p.payload.size() - 1) + " of " +
+                                     std::to_string(p.length - 1) + " bytes kept");
+            }
+            if (!cmd->params.empty()) {
+                ev.details.push_back("Query attributes: " + join(cmd->params, ", "));
+            }
+            break;
+        case com::stmt_execute:
+        case com::stmt_bulk_execute:
+        case com::stmt_fetch:
+        case com::stmt_close:
+        case com::stmt_reset:
+        case com::stmt_send_long_data: {
+            std::string line = label + ": ";
+            if (cmd->statement_id == 0xFFFFFFFFu) {
+                // MariaDB's "the statement prepared just before" (sent together).
+                line += "-1 (the statement prepared just before)";
+            } else {
+                line += std::to_string(cmd->statement_id.value_or(0));
+            }
+            if (cmd->code == com::stmt_fetch) {
+                line += ", rows: " + std::to_string(cmd->fetch_rows);
+            } else if (cmd->code == com::stmt_bulk_execute && cmd->iterations > 0) {
+                line += ", rows: " + std::to_string(cmd->iterations);
+            } else if (cmd->code == com::stmt_send_long_data) {
+                line += ", parameter " + std::to_string(cmd->param_id) + ", " +
+                        std::to_string(cmd->data_len) + " bytes";
+            }
+            ev.details.push_back(line);
+            if (stmt != nullptr && stmt->sql) {
+                ev.details.push_back("Statement: " + *stmt->sql);
+            }
+            if (!cmd->params.empty()) {
+                ev.details.push_back("Parameters: " + join(cmd->params, ", "));
+            }
+            break;
+        }
+        case com::change_user:
+            ev.user = cmd->user;
+            ev.database = cmd->database;
+            ev.auth_plugin = cmd->auth_plugin;
+            ev.details.push_back("CHANGE_USER: " + cmd->user);
+            if (!cmd->database.empty()) {
+                ev.details.push_back("Database: " + cmd->database);
+            }
+            if (options_.show_secrets) {
+                ev.details.push_back("Auth response: " + hex(cmd->auth_response));
+            } else {
+                ev.details.push_back("Auth response: " + std::to_string(cmd->auth_response_len) +
+                                     " bytes");
+            }
+            break;
+        default:
+            ev.details.push_back(cmd->argument.empty() ? label : label + ": " + cmd->argument);
+            break;
+    }
+    attach_packet(ev, p, secret);
+
+    if (cmd->code == com::change_user && !cmd->auth_plugin.empty()) {
+        // libmysql picks the plugin before it sends COM_CHANGE_USER.
+        announced_plugin_ = cmd->auth_plugin;
+        ProtocolEvent ap =
+            make_event(TraceEvent::auth_plugin, Stage::ready_for_command, p.ts_first_ns, ctx);
+        ap.auth_plugin = cmd->auth_plugin;
+        ap.details.push_back("Using authentication plugin: " + cmd->auth_plugin);
+        emit(ap);
+    }
+    emit(ev);
+    ProtocolEvent sent =
+        packet_event(TraceEvent::packet_sent, Stage::ready_for_command, p, ctx, p.ts_last_ns);
+    sent.command = cmd->code;
+    sent.command_name = cmd->name;
+    sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
+    emit(sent);
+
+    if (has_no_reply(cmd->code)) {
+        sum.result = CommandResult::no_reply;
+        sum.ts_end_ns = p.ts_last_ns;
+        if (cmd->code == com::stmt_close && cmd->statement_id) {
+            statements_.erase(*cmd->statement_id);
+        }
+        if (on_summary_) {
+            on_summary_(sum);
+        }
+        return;
+    }
+    commands_.push_back(std::move(pc));
+    if (commands_.size() == 1) {
+        activate_head();
+    } else if (commands_.size() > options_.max_pending_commands) {
+        // More unanswered commands than any client pipelines: the replies
+        // were not understood. Give up on the oldest.
+        commands_.pop_front();
+        activate_head();
+    }
+}
+
+}  // namespace mysqltrace::protocol

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The WL#6226 stage machine of one client connection, fed with captured
+// bytes from any source.
+//
+// It reports what MySQL's client library would report to a protocol trace
+// plugin: each event together with the stage it happened in, following the
+// transitions that libmysql's test trace plugin checks. Because it watches
+// bytes instead of living in the library, it differs where it must:
+//   - READ_PACKET is reported just before the PACKET_RECEIVED it belongs to,
+//     timestamped when the previous event happened (when the client could
+//     start waiting);
+//   - commands a client sends before the previous reply has been read
+//     (MariaDB's prepare+execute in one go) are queued and their replies are
+//     matched in order; SEND_COMMAND is always reported in
+//     READY_FOR_COMMAND, as libmysql does;
+//   - after an SSL request the socket carries TLS records, which are counted
+//     and ignored; the cleartext captured from the TLS library takes over,
+//     and the first cleartext seen marks SSL_CONNECTED;
+//   - a connection first seen mid-stream (or whose capture lost a packet
+//     header) resynchronises at the next client write that starts with a
+//     plausible command packet with sequence 0; nothing is reported before
+//     that, and the skipped bytes are counted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/classify.h"
+#include "protocol/decode.h"
+#include "protocol/event.h"
+#include "protocol/packet_stream.h"
+
+namespace mysqltrace::protocol {
+
+struct TracerOptions {
+    bool show_secrets = false;  // auth data, change-user data, password literals
+    bool keep_packets = false;  // copy payload bytes into events (hex dumps)
+    size_t max_dump_bytes = 4096;
+    size_t max_packet_keep = PacketStream::kDefaultMaxKeep;
+    size_t max_value_len = 64;     // per value in detail lines
+    size_t max_rows_shown = 20;    // rows per result set whose values are shown
+    size_t max_statements = 4096;  // prepared statements remembered per connection
+    size_t max_pending_commands = 64;
+};
+
+using EventCallback = std::function<void(const ProtocolEvent &)>;
+using SummaryCallback = std::function<void(const CommandSummary &)>;
+
+struct ConnectionStats {
+    uint64_t bytes_client = 0;  // everything fed, per direction
+    uint64_t bytes_server = 0;
+    uint64_t tls_record_bytes = 0;  // socket bytes ignored because TLS carries them
+    uint64_t skipped_bytes = 0;     // bytes not decoded while out of sync
+    uint64_t gap_bytes = 0;         // bytes the capture reported but did not copy
+    uint64_t packets_client = 0;
+    uint64_t packets_server = 0;
+    uint64_t events = 0;
+    uint64_t commands = 0;
+    uint64_t resyncs = 0;
+    uint64_t sync_losses = 0;
+    uint64_t compressed_frames = 0;
+    uint64_t inflate_errors = 0;
+};
+
+class ConnectionTracer {
+  public:
+    ConnectionTracer(uint64_t conn, TracerOptions options, EventCallback on_event,
+                     SummaryCallback on_summary = {});
+    ~ConnectionTracer();
+    ConnectionTracer(const ConnectionTracer &) = delete;
+    ConnectionTracer &operator=(const ConnectionTracer &) = delete;
+
+    // connect() entered: CONNECTING.
+    void on_connect(uint64_t ts_ns, uint32_t pid, uint32_t tid);
+    // connect() succeeded: CONNECTED. Implied by the first bytes if missing.
+    void on_connected(uint64_t ts_ns, uint32_t pid, uint32_t tid);
+    // Bytes read (server_to_client) or written (client_to_server) by the
+    // client; true_len - copied bytes followed but were not copied.
+    void feed(Direction dir, Source src, const uint8_t *data, size_t copied, size_t true_len,
+              uint64_t ts_ns, uint32_t pid, uint32_t tid);
+    // An error the client itself detected (from the shim: errno, API error).
+    void on_error(uint64_t ts_ns, uint32_t pid, uint32_t tid, int code, std::string_view sqlstate,
+                  std::string_view message);
+    void on_close(uint64_t ts_ns, uint32_t pid, uint32_t tid);
+
+    Stage stage() const { return stage_; }
+    bool synced() const { return synced_; }
+    bool tls() const { return tls_; }
+    ConnectionStats stats() const;
+
+  private:
+    struct Statement {
+        uint16_t params = 0;
+        uint16_t columns = 0;
+        std::vector<ColumnType> column_types;
+        std::vector<ColumnType> param_types;
+        std::vector<bool> long_data;     // parameters sent with SEND_LONG_DATA
+        std::optional<std::string> sql;  // already redacted unless show_secrets
+    };
+    struct PendingCommand {
+        uint8_t code = 0;
+        Stage after_send = Stage::ready_for_command;
+        uint64_t wait_start_ns = 0;  // client waiting since; 0 when not
+        CommandSummary summary;
+    };
+    struct Ctx {
+        uint64_t ts_ns;
+        uint32_t pid;
+        uint32_t tid;
+    };
+
+    PacketStream &stream(Direction dir, Source src);
+    void drain(Direction dir, Source src, const Ctx &ctx);
+    void handle_server_packet(Packet &p, const Ctx &ctx);
+    void handle_client_packet(Packet &p, const Ctx &ctx);
+    void handle_command(Packet &p, const Ctx &ctx);
+    void handle_auth_client_packet(Packet &p, const Ctx &ctx);
+
+    // Stage handlers for a server packet; ev is the PACKET_RECEIVED event
+    // still to be emitted (they emit it, then any follow-up events).
+    void server_init_packet(Packet &p, ProtocolEvent &ev);
+    void server_authenticate(Packet &p, ProtocolEvent &ev);
+    void server_result(Packet &p, ProtocolEvent &ev);
+    void server_field_def(Packet &p, ProtocolEvent &ev);
+    void server_param_def(Packet &p, ProtocolEvent &ev);
+    void server_row(Packet &p, ProtocolEvent &ev);
+    void server_ps_description(Packet &p, ProtocolEvent &ev);
+
+    void fill_error(ProtocolEvent &ev, const ErrPacket &err);
+    void fill_ok(ProtocolEvent &ev, const OkPacket &ok);
+    void end_of_rows(Packet &p, ProtocolEvent &ev);
+    void after_metadata();
+    void params_done();
+    void finish_prepare();
+    void infer_deprecate_eof(const Packet &p);
+
+    ProtocolEvent make_event(TraceEvent event, Stage stage, uint64_t ts_ns, const Ctx &ctx);
+    ProtocolEvent packet_event(TraceEvent event, Stage stage, const Packet &p, const Ctx &ctx,
+                               uint64_t ts_ns);
+    void attach_packet(ProtocolEvent &ev, const Packet &p, bool secret);
+    void emit(ProtocolEvent &ev);
+
+    PendingCommand *head() { return commands_.empty() ? nullptr : &commands_.front(); }
+    void activate_head();
+    void complete_head(CommandResult result, uint64_t ts_ns);
+    void flush_commands(CommandResult result, uint64_t ts_ns);
+    void lose_sync();
+    void resync_at_command(CommandFraming framing, Source src, const Ctx &ctx);
+    void enable_compression();
+    uint64_t caps() const;  // negotiated, or assumed when the handshake was not seen
+    void remember_statement(uint32_t id, Statement st);
+
+    uint64_t conn_;
+    TracerOptions options_;
+    EventCallback on_event_;
+    SummaryCallback on_summary_;
+
+    Stage stage_ = Stage::connecting;
+    bool synced_ = false;
+    bool ever_synced_ = false;
+    bool connect_seen_ = false;
+    bool closed_ = false;
+    bool emitted_any_ = false;
+    bool tls_ = false;
+    bool server_resync_pending_ = false;
+    std::string pending_note_;  // prepended to the details of the next event
+    uint64_t last_ts_ = 0;
+
+    PacketStream socket_client_;
+    PacketStream socket_server_;
+    PacketStream tls_client_;
+    PacketStream tls_server_;
+
+    // Handshake.
+    bool handshake_seen_ = false;
+    uint64_t server_caps_ = 0;
+    uint64_t client_caps_ = 0;
+    std::optional<bool> deprecate_eof_;
+    std::string greeting_plugin_;
+    std::string announced_plugin_;
+    std::string server_version_;
+    uint32_t server_conn_id_ = 0;
+    int auth_writes_ = 0;  // client packets sent in the current auth exchange
+    bool change_user_auth_ = false;
+
+    // Commands and the reply being read.
+    std::deque<PendingCommand> commands_;
+    uint64_t col_remaining_ = 0;
+    uint64_t param_remaining_ = 0;
+    uint16_t prep_columns_ = 0;
+    bool in_prepare_ = false;
+    bool field_list_ = false;
+    bool binary_rows_ = false;
+    uint64_t rows_in_set_ = 0;
+    std::vector<ColumnType> result_types_;
+    std::optional<uint32_t> prepared_id_;  // statement being described
+    Statement prepared_;
+    std::map<uint32_t, Statement> statements_;
+    std::optional<uint32_t> last_prepared_id_;
+
+    ConnectionStats stats_;
+};
+
+}  // namespace mysqltrace::protocol

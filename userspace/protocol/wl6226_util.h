@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Small formatting helpers shared by the two halves of the stage machine
+// (wl6226.cpp: connection and client side; wl6226_server.cpp: replies).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mysqltrace::protocol::detail {
+
+inline std::string hex(std::span<const uint8_t> b) {
+    static const char digits[] = "0123456789abcdef";
+    std::string s;
+    s.reserve(b.size() * 2);
+    for (uint8_t c : b) {
+        s += digits[c >> 4];
+        s += digits[c & 15];
+    }
+    return s;
+}
+
+inline std::string hex64(uint64_t v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+inline std::string join(const std::vector<std::string> &v, const char *sep) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) {
+        if (i > 0) {
+            out += sep;
+        }
+        out += v[i];
+    }
+    return out;
+}
+
+// Columns a result set can have; caps what a broken stream can make us keep.
+inline constexpr size_t kMaxColumns = 4096;
+
+}  // namespace mysqltrace::protocol::detail

@@ -36,10 +36,55 @@ struct {
 // Inputs.
 const volatile __u64 mt_wakeup_bytes = 64 * 1024;
 
+// Scratch slots for records too large for the BPF stack. Syscall tracepoints
+// (faultable since 6.14) and uprobes run BPF with preemption enabled, so two
+// tasks on one CPU can be inside the same program at once: a plain per-CPU
+// buffer would mix their records. Each CPU owns MT_SCRATCH_SLOTS slots, taken
+// with compare-and-swap; a producer that finds all taken drops its record
+// and counts it. Objects that use slots declare a `scratch` array whose size,
+// like this one's, userspace sets to possible CPUs * MT_SCRATCH_SLOTS.
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
+} mt_scratch_busy SEC(".maps");
+
 static __always_inline struct mt_ring_stats *mt_stats_this_cpu(void)
 {
     __u32 zero = 0;
     return bpf_map_lookup_elem(&mt_stats, &zero);
+}
+
+static __always_inline int mt_scratch_claim(__u32 *slot)
+{
+    __u32 base = bpf_get_smp_processor_id() * MT_SCRATCH_SLOTS;
+    struct mt_ring_stats *st;
+
+    for (int i = 0; i < MT_SCRATCH_SLOTS; i++) {
+        __u32 k = base + i;
+        __u32 *busy = bpf_map_lookup_elem(&mt_scratch_busy, &k);
+
+        if (busy && __sync_val_compare_and_swap(busy, 0, 1) == 0) {
+            *slot = k;
+            return 0;
+        }
+    }
+    st = mt_stats_this_cpu();
+    if (st) {
+        st->drops++;
+        st->busy_drops++;
+    }
+    return -1;
+}
+
+static __always_inline void mt_scratch_release(__u32 slot)
+{
+    __u32 *busy = bpf_map_lookup_elem(&mt_scratch_busy, &slot);
+
+    if (busy)
+        __sync_lock_test_and_set(busy, 0);
 }
 
 static __always_inline void mt_fill_header(struct mt_event_header *hdr, __u32 type, __u32 size)

@@ -15,10 +15,9 @@ const volatile __u32 target_tgid = 0;
 const volatile __s64 thd_thread_id_offset = -1;  // learnt from thd_get_thread_id
 const volatile __u32 max_sql = 4096;
 
-// Records with text are built here, one slot per CPU, then copied into the
-// ring with their true size (a ring reservation must have a constant size).
-// A plain array indexed by CPU, because per-CPU map values are limited to
-// 32 KiB; userspace sizes it to the number of possible CPUs.
+// Records with text are built in a scratch slot (ring.bpf.h), then copied
+// into the ring with their true size (a ring reservation must have a
+// constant size). A plain array, as per-CPU map values are limited to 32 KiB.
 struct scratch_slot {
     __u8 bytes[sizeof(struct mt_server_command_event) + MT_MAX_SQL];
 };
@@ -34,15 +33,19 @@ SEC("uprobe")
 int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *packet, __u32 len)
 {
     struct mt_server_command_event *ev;
-    __u32 cpu = bpf_get_smp_processor_id();
+    __u32 slot;
     __u64 n;
     __u64 size;
 
     if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
         return 0;
-    ev = (struct mt_server_command_event *)bpf_map_lookup_elem(&scratch, &cpu);
-    if (!ev)
+    if (mt_scratch_claim(&slot))
         return 0;
+    ev = (struct mt_server_command_event *)bpf_map_lookup_elem(&scratch, &slot);
+    if (!ev) {
+        mt_scratch_release(slot);
+        return 0;
+    }
     ev->thread_id = 0;
     if (thd_thread_id_offset >= 0)
         bpf_probe_read_user(&ev->thread_id, sizeof(ev->thread_id), thd + thd_thread_id_offset);
@@ -61,5 +64,6 @@ int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *pa
     size = sizeof(*ev) + n;
     mt_fill_header(&ev->hdr, MT_EV_SERVER_COMMAND, size);
     mt_output(ev, size);
+    mt_scratch_release(slot);
     return 0;
 }

@@ -40,7 +40,7 @@ function(mysqltrace_bpf_object name source)
   endif()
   add_custom_command(
     OUTPUT ${_obj}
-    COMMAND ${BPF_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall ${_werror}
+    COMMAND ${BPF_CLANG} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall ${_werror}
             -I${_bpf_gen_dir} -I${PROJECT_SOURCE_DIR}/bpf -I${PROJECT_SOURCE_DIR}/include
             -idirafter /usr/include/x86_64-linux-gnu
             -c ${_src} -o ${_obj}

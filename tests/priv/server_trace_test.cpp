@@ -112,7 +112,7 @@ TEST_F(ServerTrace, ExactCommandsOfOneConnection) {
 
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find(" 0 events dropped; interrupted\n"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(" 0 records dropped; interrupted\n"), std::string::npos) << r.err;
 
     auto evs = events_of(id);
     const std::vector<std::pair<std::string, std::string>> want = {
@@ -192,7 +192,7 @@ TEST_F(ServerTrace, DurationStops) {
     auto tracer = start_tracer({"--duration", "0.5", "--output", out_path_});
     auto r = tracer->wait();
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find("mysqltrace: 0 commands, 0 events dropped; duration reached\n"),
+    EXPECT_NE(r.err.find("mysqltrace: 0 commands, 0 records dropped; duration reached\n"),
               std::string::npos)
         << r.err;
 }

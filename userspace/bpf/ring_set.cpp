@@ -32,6 +32,23 @@ uint64_t ring_size(uint64_t want) {
 
 }  // namespace
 
+Result<void> size_scratch_slots(bpf_object *obj) {
+    int ncpus = libbpf_num_possible_cpus();
+    if (ncpus <= 0) {
+        return make_error(ncpus, "cannot count possible CPUs");
+    }
+    const auto slots = static_cast<uint32_t>(ncpus) * MT_SCRATCH_SLOTS;
+    for (const char *name : {"scratch", "mt_scratch_busy"}) {
+        bpf_map *m = bpf_object__find_map_by_name(obj, name);
+        if (m != nullptr) {
+            if (int err = bpf_map__set_max_entries(m, slots); err != 0) {
+                return make_error(err, std::string("cannot size map ") + name);
+            }
+        }
+    }
+    return {};
+}
+
 Result<std::unique_ptr<RingSet>> RingSet::create(bpf_object *obj, const RingOptions &opts,
                                                  RecordSink sink) {
     bpf_map *outer = bpf_object__find_map_by_name(obj, "mt_rings");
@@ -172,6 +189,7 @@ RingStats RingSet::stats() const {
             s.produced += c.events;
             s.dropped += c.drops;
             s.dropped_bytes += c.dropped_bytes;
+            s.busy_drops += c.busy_drops;
             s.dropped_per_cpu.push_back(c.drops);
         }
     }

@@ -38,6 +38,7 @@ struct RingStats {
     uint64_t produced = 0;       // records written into a ring
     uint64_t dropped = 0;        // records lost because a ring was full
     uint64_t dropped_bytes = 0;  // their size
+    uint64_t busy_drops = 0;     // of `dropped`: no free scratch slot on the CPU
     std::vector<uint64_t> dropped_per_cpu;
     // From the consumer.
     uint64_t delivered = 0;  // records handed to the sink
@@ -103,6 +104,10 @@ class RingSet {
     uint64_t malformed_ = 0;
     uint64_t late_ = 0;
 };
+
+// Sizes an object's scratch slots (maps `scratch`, if any, and
+// `mt_scratch_busy`) for the possible CPUs. Call between open and load.
+Result<void> size_scratch_slots(bpf_object *obj);
 
 // CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
 uint64_t monotonic_ns();

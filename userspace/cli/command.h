@@ -18,6 +18,7 @@ using RegisterFn = void (*)(CLI::App &app, const GlobalOptions &global, RunFn &r
 
 void register_doctor(CLI::App &app, const GlobalOptions &global, RunFn &run);
 void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run);
+void register_client(CLI::App &app, const GlobalOptions &global, RunFn &run);
 
 // Exit codes shared by all subcommands.
 inline constexpr int kExitOk = 0;

@@ -9,6 +9,7 @@ namespace {
 
 constexpr mysqltrace::cli::RegisterFn kCommands[] = {
     mysqltrace::cli::register_doctor,
+    mysqltrace::cli::register_client,
     mysqltrace::cli::register_server,
 };
 

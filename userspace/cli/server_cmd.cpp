@@ -85,11 +85,8 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     if (!by_command.empty()) {
         by_command += ")";
     }
-    std::cerr << "mysqltrace: " << commands << " commands" << by_command << ", " << st.dropped
-              << " events dropped";
-    if (st.dropped > 0) {
-        std::cerr << " (ring buffers full: raise --ring-kib)";
-    }
+    std::cerr << "mysqltrace: " << commands << " commands" << by_command << ", "
+              << trace::drop_summary(st);
     if (stop) {
         std::cerr << "; " << trace::stop_reason_text(*stop);
     }

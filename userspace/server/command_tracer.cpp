@@ -85,8 +85,9 @@ Result<std::unique_ptr<CommandTracer>> CommandTracer::attach(
     t->skel_->rodata->target_tgid = static_cast<__u32>(target.pid);
     t->skel_->rodata->thd_thread_id_offset = target.thread_id_offset;
     t->skel_->rodata->max_sql = std::min<uint32_t>(opts.max_sql, MT_MAX_SQL);
-    bpf_map__set_max_entries(t->skel_->maps.scratch,
-                             static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())));
+    if (auto r = bpf::size_scratch_slots(t->skel_->obj); !r) {
+        return r.error();
+    }
     if (int err = ::server::load(t->skel_); err != 0) {
         return make_error(err, "cannot load the server BPF programs");
     }

@@ -25,6 +25,23 @@ const char *stop_reason_text(StopReason r) {
     return "?";
 }
 
+std::string drop_summary(const bpf::RingStats &st) {
+    std::string s = std::to_string(st.dropped) + " records dropped";
+    if (st.dropped == 0) {
+        return s;
+    }
+    const uint64_t full = st.dropped - st.busy_drops;
+    s += " (";
+    if (full > 0) {
+        s += std::to_string(full) + " with ring buffers full: raise --ring-kib";
+    }
+    if (st.busy_drops > 0) {
+        s += std::string(full > 0 ? "; " : "") + std::to_string(st.busy_drops) +
+             " with every scratch slot of a CPU in use";
+    }
+    return s + ")";
+}
+
 namespace {
 
 int pidfd_open(pid_t pid) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 #include <sys/types.h>
 
@@ -23,6 +24,10 @@ struct LoopOptions {
     int tick_ms = 100;              // how often aged records are released
     std::function<void()> on_tick;  // once a second, e.g. live counters with -v
 };
+
+// "0 records dropped", or with the reasons: ring buffers full, or every
+// scratch slot of a CPU taken.
+std::string drop_summary(const bpf::RingStats &st);
 
 // SIGINT and SIGTERM are blocked for the whole process and read through a
 // signalfd while the loop runs, so a Ctrl-C always ends in a clean flush.

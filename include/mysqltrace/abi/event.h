@@ -12,9 +12,15 @@
 // The largest number of CPUs the per-CPU ring array can serve.
 #define MT_MAX_CPUS 256
 
+// Scratch slots per CPU for records built before they are copied to a ring
+// (bpf/ring.bpf.h explains why one per CPU is not enough).
+#define MT_SCRATCH_SLOTS 4
+
 enum mt_event_type {
     MT_EV_SELFTEST = 1,        // doctor and tests: one probe hit
     MT_EV_SERVER_COMMAND = 2,  // a server thread entered dispatch_command
+    MT_EV_SOCK = 3,            // socket syscall of a traced client (struct mt_sock_event)
+    MT_EV_PROC = 4,            // traced process forked or exited (struct mt_proc_event)
 };
 
 // Common header of every record. `size` is the whole record including this
@@ -48,6 +54,7 @@ struct mt_ring_stats {
     __u64 events;         // records written
     __u64 drops;          // records lost: ring full or no ring for this CPU
     __u64 dropped_bytes;  // payload bytes of the lost records
+    __u64 busy_drops;     // of the drops: every scratch slot of the CPU was taken
 };
 
 // Largest statement text copied per command (the --max-sql ceiling); a power
@@ -62,4 +69,65 @@ struct mt_server_command_event {
     __u32 copied;      // bytes of it that follow in data[]
     __u32 _pad0;
     __u8 data[];  // the argument: SQL text for COM_QUERY
+};
+
+// ---- Client capture (bpf/client.bpf.c) ----
+
+// Largest payload copied per syscall (the --snaplen ceiling); a power of two
+// so BPF can bound copies with a mask.
+#define MT_MAX_SNAPLEN 65536
+// iovecs of one readv/writev/recvmsg/sendmsg that are looked at.
+#define MT_MAX_IOV 16
+
+enum mt_sock_op {
+    MT_SOCK_CONNECT = 1,  // data: the peer's sockaddr
+    MT_SOCK_RECV = 2,     // data: bytes received (server -> client)
+    MT_SOCK_SEND = 3,     // data: bytes sent (client -> server)
+    MT_SOCK_CLOSE = 4,
+    MT_SOCK_SHUTDOWN = 5,
+    MT_SOCK_TLS_RECV = 6,  // data: cleartext returned by SSL_read / gnutls_record_recv
+    MT_SOCK_TLS_SEND = 7,  // data: cleartext given to SSL_write / gnutls_record_send
+};
+
+// TLS library functions probed, told apart by the probe's attach cookie.
+enum mt_tls_func {
+    MT_TLS_SSL_READ = 1,     // int SSL_read(SSL *, void *buf, int num)
+    MT_TLS_SSL_READ_EX = 2,  // int SSL_read_ex(SSL *, void *buf, size_t num, size_t *readbytes)
+    MT_TLS_SSL_WRITE = 3,    // int SSL_write(SSL *, const void *buf, int num)
+    MT_TLS_SSL_WRITE_EX =
+        4,  // int SSL_write_ex(SSL *, const void *buf, size_t num, size_t *written)
+    MT_TLS_GNUTLS_RECV = 5,  // ssize_t gnutls_record_recv(session, void *data, size_t size)
+    MT_TLS_GNUTLS_SEND = 6,  // ssize_t gnutls_record_send(session, const void *data, size_t size)
+};
+
+// What the kernel side does with a socket, kept per struct sock.
+enum mt_sock_state {
+    MT_SOCK_UNKNOWN = 0,    // seen mid-stream: copy until userspace decides
+    MT_SOCK_FRESH = 1,      // connected while traced: the first bytes received decide
+    MT_SOCK_MYSQL = 2,      // a MySQL connection: copy everything
+    MT_SOCK_IGNORED = 3,    // not MySQL: report nothing more
+    MT_SOCK_FRESH_HDR = 4,  // fresh, and 4 bytes of a seq-0 packet header came alone
+};
+
+struct mt_sock_event {
+    struct mt_event_header hdr;
+    __u64 sock;  // kernel identity of the socket (struct sock address)
+    __s64 ret;   // syscall result: bytes transferred (true length) or -errno
+    __u32 fd;
+    __u16 op;       // enum mt_sock_op
+    __u16 family;   // AF_INET, AF_INET6, AF_UNIX
+    __u32 copied;   // bytes in data[]
+    __u32 syscall;  // syscall number, for diagnostics
+    __u8 data[];
+};
+
+enum mt_proc_op {
+    MT_PROC_FORK = 1,  // `child` is a new traced process
+    MT_PROC_EXIT = 2,  // hdr.pid's whole process exited
+};
+
+struct mt_proc_event {
+    struct mt_event_header hdr;
+    __u32 op;
+    __u32 child;
 };

@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Client side: the socket I/O of traced processes, from syscall tracepoints.
+//
+// sys_enter keeps the arguments of socket syscalls of traced processes;
+// sys_exit copies what was actually transferred (up to `snaplen` bytes, the
+// true length always recorded). Sockets are told apart by their struct sock:
+// a socket connected while traced is judged in the kernel by its first bytes
+// (a MySQL server greets first: seq 0, protocol 10) and dropped there if it is
+// anything else; a socket that predates the trace is copied until userspace
+// has judged it and written its verdict into mt_socks.
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "ring.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define AF_UNIX 1
+#define AF_INET 2
+#define AF_INET6 10
+#define SOCK_STREAM 1
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define EINPROGRESS 115
+
+// x86-64 syscall numbers.
+#define NR_read 0
+#define NR_write 1
+#define NR_close 3
+#define NR_readv 19
+#define NR_writev 20
+#define NR_connect 42
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+#define NR_shutdown 48
+
+// Inputs.
+const volatile __u32 snaplen = 16384;
+const volatile __u8 follow_forks = 0;
+
+// Traced processes: tgid -> 1. Filled from userspace; grows on fork with
+// follow_forks.
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096);
+    __type(key, __u32);
+    __type(value, __u8);
+} mt_pids SEC(".maps");
+
+// State: struct sock address -> enum mt_sock_state.
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u64);
+    __type(value, __u8);
+} mt_socks SEC(".maps");
+
+enum arg_kind { ARG_BUF = 1, ARG_IOV = 2, ARG_MSG = 3, ARG_ADDR = 4 };
+
+// A socket syscall between its entry and exit, per thread.
+struct inflight {
+    __u64 sock;
+    __u64 ptr;  // buffer, iovec array, msghdr or sockaddr
+    __u64 len;  // buffer length, iovec count or sockaddr length
+    __u32 fd;
+    __u32 nr;
+    __u16 family;
+    __u16 kind;  // enum arg_kind
+    __u32 _pad;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 16384);
+    __type(key, __u32);
+    __type(value, struct inflight);
+} inflight SEC(".maps");
+
+// A TLS library call (SSL_read, gnutls_record_send, ...) in progress, per
+// thread. The socket syscalls it makes tell which socket the session uses.
+struct tls_call {
+    __u64 ssl;
+    __u64 buf;
+    __u64 out_len;  // size_t * of the _ex variants, else 0
+    __u64 sock;     // learnt from a socket syscall made inside the call
+    __u32 fd;
+    __u16 family;
+    __u16 func;  // enum mt_tls_func
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 16384);
+    __type(key, __u32);
+    __type(value, struct tls_call);
+} tls_calls SEC(".maps");
+
+// TLS session (SSL * or gnutls_session_t) -> its socket, for calls served
+// from the library's buffer without a syscall.
+struct tls_sock {
+    __u64 sock;
+    __u32 fd;
+    __u16 family;
+    __u16 _pad;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u64);
+    __type(value, struct tls_sock);
+} tls_socks SEC(".maps");
+
+// Records are assembled in a scratch slot (ring.bpf.h), then copied into the
+// ring with their true size. Twice the largest snaplen, so a masked offset
+// plus a masked length always stays inside the slot.
+struct scratch_slot {
+    __u8 bytes[sizeof(struct mt_sock_event) + 2 * MT_MAX_SNAPLEN];
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct scratch_slot);
+} scratch SEC(".maps");
+
+static __always_inline int traced(__u32 tgid)
+{
+    return bpf_map_lookup_elem(&mt_pids, &tgid) != 0;
+}
+
+// The stream socket behind `fd` of the current process, or 0.
+static __always_inline struct sock *stream_socket(int fd, __u16 *family)
+{
+    struct task_struct *task = bpf_get_current_task_btf();
+    struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+    struct file **fds;
+    struct file *f = 0;
+    struct socket *so;
+    struct sock *sk;
+    __u16 fam;
+
+    if (fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+        return 0;
+    fds = BPF_CORE_READ(fdt, fd);
+    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+    if (!f || (BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+        return 0;
+    so = BPF_CORE_READ(f, private_data);
+    if (BPF_CORE_READ(so, type) != SOCK_STREAM)
+        return 0;
+    sk = BPF_CORE_READ(so, sk);
+    fam = BPF_CORE_READ(sk, __sk_common.skc_family);
+    if (fam != AF_INET && fam != AF_INET6 && fam != AF_UNIX)
+        return 0;
+    *family = fam;
+    return sk;
+}
+
+// Takes a scratch slot for a record; release it with mt_scratch_release().
+static __always_inline struct mt_sock_event *claim(__u32 *slot)
+{
+    void *ev;
+
+    if (mt_scratch_claim(slot))
+        return 0;
+    ev = bpf_map_lookup_elem(&scratch, slot);
+    if (!ev)
+        mt_scratch_release(*slot);
+    return ev;
+}
+
+static __always_inline void emit(struct mt_sock_event *ev, __u16 op, const struct inflight *in,
+                                 __s64 ret, __u64 copied)
+{
+    __u64 size;
+
+    if (copied > MT_MAX_SNAPLEN)
+        copied = MT_MAX_SNAPLEN;
+    barrier_var(copied);
+    ev->sock = in->sock;
+    ev->ret = ret;
+    ev->fd = in->fd;
+    ev->op = op;
+    ev->family = in->family;
+    ev->copied = copied;
+    ev->syscall = in->nr;
+    size = sizeof(*ev) + copied;
+    mt_fill_header(&ev->hdr, MT_EV_SOCK, size);
+    mt_output(ev, size);
+}
+
+// Copies up to `len` bytes from user memory to data + off, never past
+// snaplen. Returns the number copied.
+static __always_inline __u64 copy_user(__u8 *data, __u64 off, const void *src, __u64 len)
+{
+    __u64 n;
+
+    if (off >= snaplen)
+        return 0;
+    n = snaplen - off;
+    if (len < n)
+        n = len;
+    off &= MT_MAX_SNAPLEN - 1;
+    if (n > MT_MAX_SNAPLEN)
+        n = MT_MAX_SNAPLEN;
+    barrier_var(n);
+    if (n == 0 || bpf_probe_read_user(data + off, n, src))
+        return 0;
+    return n;
+}
+
+static __always_inline __u64 copy_iov(__u8 *data, const struct iovec *iov, __u64 count,
+                                      __u64 total)
+{
+    __u64 copied = 0;
+
+    for (int i = 0; i < MT_MAX_IOV; i++) {
+        struct iovec v;
+        __u64 take;
+
+        if (i >= count || total == 0 || copied >= snaplen)
+            break;
+        if (bpf_probe_read_user(&v, sizeof(v), &iov[i]))
+            break;
+        take = v.iov_len < total ? v.iov_len : total;
+        copied += copy_user(data, copied, v.iov_base, take);
+        total -= take;
+    }
+    return copied;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(client_sys_enter, struct pt_regs *regs, long id)
+{
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    __u32 tid = (__u32)pid_tgid;
+    struct inflight in = {};
+    struct sock *sk;
+    __u8 *state;
+    __u16 family = 0;
+    int fd;
+
+    switch (id) {
+    case NR_read: case NR_write: case NR_readv: case NR_writev: case NR_recvfrom:
+    case NR_sendto: case NR_recvmsg: case NR_sendmsg: case NR_connect: case NR_close:
+    case NR_shutdown:
+        break;
+    default:
+        return 0;
+    }
+    if (!traced(pid_tgid >> 32))
+        return 0;
+    fd = (int)BPF_CORE_READ(regs, di);
+    sk = stream_socket(fd, &family);
+    if (!sk)
+        return 0;
+    in.sock = (__u64)sk;
+    in.fd = fd;
+    in.nr = id;
+    in.family = family;
+    state = bpf_map_lookup_elem(&mt_socks, &in.sock);
+    if (state && *state == MT_SOCK_IGNORED && id != NR_close)
+        return 0;
+
+    if (id == NR_close || id == NR_shutdown) {
+        struct mt_sock_event *ev;
+        __u32 slot;
+
+        if (id == NR_close)
+            bpf_map_delete_elem(&mt_socks, &in.sock);
+        if (state && *state == MT_SOCK_IGNORED)
+            return 0;
+        ev = claim(&slot);
+        if (ev) {
+            emit(ev, id == NR_close ? MT_SOCK_CLOSE : MT_SOCK_SHUTDOWN, &in, 0, 0);
+            mt_scratch_release(slot);
+        }
+        return 0;
+    }
+    in.ptr = BPF_CORE_READ(regs, si);
+    in.len = BPF_CORE_READ(regs, dx);
+    switch (id) {
+    case NR_readv: case NR_writev: in.kind = ARG_IOV; break;
+    case NR_recvmsg: case NR_sendmsg: in.kind = ARG_MSG; break;
+    case NR_connect: in.kind = ARG_ADDR; break;
+    default: in.kind = ARG_BUF; break;
+    }
+    bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY);
+    return 0;
+}
+
+// The end of a socket syscall: what was transferred, into `ev`.
+static __always_inline void sys_exit_record(struct mt_sock_event *ev, struct inflight *in,
+                                            long ret, __u32 tid)
+{
+    struct tls_call *tls;
+    __u64 copied = 0;
+    __u8 *state;
+    __u16 op;
+
+    if (in->kind == ARG_ADDR) {
+        __u8 fresh = MT_SOCK_FRESH;
+
+        bpf_map_update_elem(&mt_socks, &in->sock, &fresh, BPF_ANY);
+        copied = copy_user(ev->data, 0, (const void *)in->ptr, in->len < 128 ? in->len : 128);
+        emit(ev, MT_SOCK_CONNECT, in, ret, copied);
+        return;
+    }
+    op = (in->nr == NR_write || in->nr == NR_writev || in->nr == NR_sendto ||
+          in->nr == NR_sendmsg) ? MT_SOCK_SEND : MT_SOCK_RECV;
+
+    tls = bpf_map_lookup_elem(&tls_calls, &tid);
+    if (tls) {
+        // Inside SSL_read/SSL_write: these bytes are TLS records, and the
+        // cleartext comes from the library call itself. Keep their length.
+        tls->sock = in->sock;
+        tls->fd = in->fd;
+        tls->family = in->family;
+        emit(ev, op, in, ret, 0);
+        return;
+    }
+    if (in->kind == ARG_BUF) {
+        copied = copy_user(ev->data, 0, (const void *)in->ptr, ret);
+    } else if (in->kind == ARG_IOV) {
+        copied = copy_iov(ev->data, (const struct iovec *)in->ptr, in->len, ret);
+    } else {
+        struct user_msghdr msg;
+
+        if (bpf_probe_read_user(&msg, sizeof(msg), (const void *)in->ptr) == 0)
+            copied = copy_iov(ev->data, (const struct iovec *)msg.msg_iov, msg.msg_iovlen, ret);
+    }
+
+    state = bpf_map_lookup_elem(&mt_socks, &in->sock);
+    if (state && (*state == MT_SOCK_FRESH || *state == MT_SOCK_FRESH_HDR)) {
+        __u8 verdict = MT_SOCK_IGNORED;
+
+        // The client of a fresh connection never speaks first in MySQL, and
+        // the server's first packet is the greeting: length, seq 0, then
+        // protocol version 10. Many clients read the 4-byte header alone.
+        if (op == MT_SOCK_SEND || ret == 0)
+            return;
+        if (*state == MT_SOCK_FRESH_HDR) {
+            if (copied >= 1 && ev->data[0] == 10)
+                verdict = MT_SOCK_MYSQL;
+        } else if (copied == 4 && ev->data[3] == 0) {
+            verdict = MT_SOCK_FRESH_HDR;
+        } else if (copied >= 5 && ev->data[3] == 0 && ev->data[4] == 10) {
+            verdict = MT_SOCK_MYSQL;
+        }
+        bpf_map_update_elem(&mt_socks, &in->sock, &verdict, BPF_ANY);
+        if (verdict == MT_SOCK_IGNORED)
+            return;
+    }
+    emit(ev, op, in, ret, copied);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(client_sys_exit, struct pt_regs *regs, long ret)
+{
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct inflight *p = bpf_map_lookup_elem(&inflight, &tid);
+    struct mt_sock_event *ev;
+    struct inflight in;
+    __u32 slot;
+
+    if (!p)
+        return 0;
+    in = *p;
+    bpf_map_delete_elem(&inflight, &tid);
+    if (in.kind == ARG_ADDR) {
+        // A non-blocking connect completes later; its bytes still follow.
+        if (ret != 0 && ret != -EINPROGRESS)
+            return 0;
+    } else if (ret < 0) {
+        return 0;  // EAGAIN and friends: nothing moved
+    }
+    ev = claim(&slot);
+    if (!ev)
+        return 0;
+    sys_exit_record(ev, &in, ret, tid);
+    mt_scratch_release(slot);
+    return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(client_tls_enter, void *ssl, void *buf, __u64 num, void *out_len)
+{
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    __u32 tid = (__u32)pid_tgid;
+    struct tls_call c = {};
+
+    if (!traced(pid_tgid >> 32))
+        return 0;
+    c.ssl = (__u64)ssl;
+    c.buf = (__u64)buf;
+    c.func = bpf_get_attach_cookie(ctx);
+    if (c.func == MT_TLS_SSL_READ_EX || c.func == MT_TLS_SSL_WRITE_EX)
+        c.out_len = (__u64)out_len;
+    bpf_map_update_elem(&tls_calls, &tid, &c, BPF_ANY);
+    return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(client_tls_exit, long ret)
+{
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct tls_call *p = bpf_map_lookup_elem(&tls_calls, &tid);
+    struct inflight in = {};
+    struct mt_sock_event *ev;
+    struct tls_call c;
+    __u64 len = 0;
+    __u32 slot;
+
+    if (!p)
+        return 0;
+    c = *p;
+    bpf_map_delete_elem(&tls_calls, &tid);
+    if (c.out_len) {
+        if (ret != 1 || bpf_probe_read_user(&len, sizeof(len), (const void *)c.out_len))
+            return 0;
+    } else {
+        if (ret <= 0)
+            return 0;
+        len = ret;
+    }
+    if (c.sock) {
+        struct tls_sock ts = {.sock = c.sock, .fd = c.fd, .family = c.family};
+
+        bpf_map_update_elem(&tls_socks, &c.ssl, &ts, BPF_ANY);
+    } else {
+        struct tls_sock *ts = bpf_map_lookup_elem(&tls_socks, &c.ssl);
+
+        if (ts) {
+            c.sock = ts->sock;
+            c.fd = ts->fd;
+            c.family = ts->family;
+        }
+    }
+    ev = claim(&slot);
+    if (!ev)
+        return 0;
+    in.sock = c.sock;
+    in.fd = c.fd;
+    in.family = c.family;
+    emit(ev,
+         (c.func == MT_TLS_SSL_READ || c.func == MT_TLS_SSL_READ_EX ||
+          c.func == MT_TLS_GNUTLS_RECV) ? MT_SOCK_TLS_RECV : MT_SOCK_TLS_SEND,
+         &in, len, copy_user(ev->data, 0, (const void *)c.buf, len));
+    mt_scratch_release(slot);
+    return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(client_fork, struct task_struct *parent, struct task_struct *child)
+{
+    __u32 ptgid = BPF_CORE_READ(parent, tgid);
+    __u32 ctgid = BPF_CORE_READ(child, tgid);
+    struct mt_proc_event *ev;
+    __u8 one = 1;
+    void *ring;
+
+    if (!follow_forks || ptgid == ctgid || !traced(ptgid))
+        return 0;
+    bpf_map_update_elem(&mt_pids, &ctgid, &one, BPF_ANY);
+    ev = mt_reserve(&ring, MT_EV_PROC, sizeof(*ev));
+    if (!ev)
+        return 0;
+    ev->op = MT_PROC_FORK;
+    ev->child = ctgid;
+    mt_submit(ring, ev, sizeof(*ev));
+    return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(client_exit, struct task_struct *task)
+{
+    __u32 tid = BPF_CORE_READ(task, pid);
+    __u32 tgid = BPF_CORE_READ(task, tgid);
+    struct mt_proc_event *ev;
+    void *ring;
+
+    bpf_map_delete_elem(&inflight, &tid);
+    bpf_map_delete_elem(&tls_calls, &tid);
+    if (tid != tgid || !traced(tgid))
+        return 0;
+    bpf_map_delete_elem(&mt_pids, &tgid);
+    ev = mt_reserve(&ring, MT_EV_PROC, sizeof(*ev));
+    if (!ev)
+        return 0;
+    ev->op = MT_PROC_EXIT;
+    ev->child = 0;
+    mt_submit(ring, ev, sizeof(*ev));
+    return 0;
+}

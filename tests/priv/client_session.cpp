@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "priv/client_session.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "priv/cli_util.h"
+
+namespace mysqltrace::test {
+
+std::string testprog(const std::string &name) {
+    return std::string(MYSQLTRACE_TESTPROGS_DIR) + "/" + name;
+}
+
+GatedClient::GatedClient(const std::vector<std::string> &argv) {
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+        return;
+    }
+    pid_ = fork();
+    if (pid_ == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        std::vector<char *> args = {const_cast<char *>("/bin/sh"), const_cast<char *>("-c"),
+                                    const_cast<char *>("read _gate && exec \"$@\""),
+                                    const_cast<char *>("gate")};
+        for (const auto &a : argv) {
+            args.push_back(const_cast<char *>(a.c_str()));
+        }
+        args.push_back(nullptr);
+        execv("/bin/sh", args.data());
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    to_ = in[1];
+    from_ = out[0];
+}
+
+GatedClient::~GatedClient() {
+    if (to_ >= 0) {
+        close(to_);
+    }
+    if (from_ >= 0) {
+        close(from_);
+    }
+    if (pid_ > 0) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+    }
+}
+
+void GatedClient::open_gate() {
+    // `read` in the shell consumes exactly one line; the rest of stdin
+    // belongs to the client.
+    [[maybe_unused]] ssize_t n = write(to_, "\n", 1);
+}
+
+std::string GatedClient::command(const std::string &line) {
+    std::string l = line + "\n";
+    if (write(to_, l.data(), l.size()) != static_cast<ssize_t>(l.size())) {
+        return "<write failed>";
+    }
+    return read_line();
+}
+
+std::string GatedClient::read_line() {
+    for (;;) {
+        size_t nl = buffer_.find('\n');
+        if (nl != std::string::npos) {
+            std::string answer = buffer_.substr(0, nl);
+            buffer_.erase(0, nl + 1);
+            return answer;
+        }
+        char buf[4096];
+        ssize_t n = read(from_, buf, sizeof(buf));
+        if (n <= 0) {
+            return "<eof>";
+        }
+        buffer_.append(buf, static_cast<size_t>(n));
+    }
+}
+
+int GatedClient::finish() {
+    close(to_);
+    to_ = -1;
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TracedSession run_traced(const std::vector<std::string> &client_argv,
+                         const std::vector<Step> &steps,
+                         const std::vector<std::string> &tracer_args, const std::string &out_path) {
+    TracedSession s;
+    GatedClient client(client_argv);
+    std::vector<std::string> argv = {
+        MYSQLTRACE_BINARY, "client", "--pid", std::to_string(client.pid()), "--output", out_path};
+    argv.insert(argv.end(), tracer_args.begin(), tracer_args.end());
+    BackgroundCommand tracer(argv);
+    if (!tracer.wait_for_stderr("Ctrl-C to stop")) {
+        auto r = tracer.stop(SIGKILL);
+        s.tracer_stderr = r.err;
+        return s;
+    }
+    client.open_gate();
+    for (const auto &step : steps) {
+        s.answers.push_back(client.command(step.command));
+    }
+    client.finish();
+    // The tracer ends by itself once the traced process has exited.
+    auto r = tracer.wait();
+    s.tracer_exit = r.exit_code;
+    s.tracer_stderr = r.err;
+    std::ifstream in(out_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    s.trace = ss.str();
+    s.normalised = normalise_trace(s.trace);
+    return s;
+}
+
+std::string normalise_trace(const std::string &trace,
+                            const std::vector<std::pair<std::string, std::string>> &paths) {
+    struct Rule {
+        std::regex re;
+        const char *with;
+    };
+    static const std::vector<Rule> rules = [] {
+        std::vector<Rule> r;
+        auto add = [&r](const char *re, const char *with) {
+            r.push_back({std::regex(re, std::regex::ECMAScript | std::regex::multiline), with});
+        };
+        add(R"(^\d+\.\d{6} \d+/\d+ )", "");
+        add(R"(Connection id: \d+)", "Connection id: <id>");
+        add(R"(Server version: .*)", "Server version: <version>");
+        add(R"(Connection attributes: .*)", "Connection attributes: <attributes>");
+        add(R"(server wait: [^;\n]+; total: [^;\n]+)", "server wait: <t>; total: <t>");
+        add(R"(Uptime: .*)", "Uptime: <statistics>");
+        // The login packet carries the client's pid among its attributes.
+        add(R"(((?:event: SEND_AUTH_RESPONSE|    CHANGE_USER: .*)\n(?:    .*\n)*.*event: PACKET_SENT\n    packet sent: )\d+)",
+            "$1<n>");
+        // Statement ids count per server, so they depend on the tests before.
+        add(R"((Prepared statement |STMT_EXECUTE: |STMT_CLOSE: |statement: )\d+)", "$1<stmt>");
+        // How much of a huge statement was copied depends on how the kernel
+        // split the client's writes.
+        add(R"(statement cut by the capture: \d+ of)", "statement cut by the capture: <n> of");
+        add(R"((COM_CHANGE_USER -> \w+; rows: 0; bytes sent: )\d+)", "$1<n>");
+        // The statistics string's length moves with the uptime's digits.
+        add(R"((COM_STATISTICS -> REPLY; .*bytes received: )\d+)", "$1<n>");
+        return r;
+    }();
+    std::string out = trace;
+    for (const auto &[path, token] : paths) {
+        for (size_t at; (at = out.find(path)) != std::string::npos;) {
+            out.replace(at, path.size(), token);
+        }
+    }
+    for (const auto &rule : rules) {
+        out = std::regex_replace(out, rule.re, rule.with);
+    }
+    return out;
+}
+
+::testing::AssertionResult matches_expected(const std::string &name, const std::string &actual) {
+    std::string path =
+        std::string(MYSQLTRACE_SOURCE_DIR) + "/tests/priv/expected/" + name + ".trace";
+    const char *update = std::getenv("MYSQLTRACE_UPDATE_EXPECTED");
+    if (update != nullptr && std::string(update) == "1") {
+        std::ofstream(path) << actual;
+        return ::testing::AssertionSuccess() << "updated " << path;
+    }
+    std::ifstream in(path);
+    if (!in) {
+        return ::testing::AssertionFailure()
+               << "no expected trace " << path
+               << " (run with MYSQLTRACE_UPDATE_EXPECTED=1 to write it from this run):\n"
+               << actual;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (ss.str() == actual) {
+        return ::testing::AssertionSuccess();
+    }
+    // Show the first differing line: a whole-trace dump drowns the point.
+    std::istringstream want(ss.str()), got(actual);
+    std::string w, g;
+    for (int line = 1;; line++) {
+        bool hw = static_cast<bool>(std::getline(want, w));
+        bool hg = static_cast<bool>(std::getline(got, g));
+        if (!hw && !hg) {
+            break;
+        }
+        if (!hw || !hg || w != g) {
+            return ::testing::AssertionFailure()
+                   << path << ":" << line << " differs\n  expected: " << (hw ? w : "<end>")
+                   << "\n  actual:   " << (hg ? g : "<end>") << "\nwhole actual trace:\n"
+                   << actual;
+        }
+    }
+    return ::testing::AssertionFailure() << "traces differ";
+}
+
+}  // namespace mysqltrace::test

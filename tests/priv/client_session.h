@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Drives a scripted MySQL client (tests/testprogs/*_client*) under
+// `mysqltrace client` and compares the normalised trace with the expected
+// one kept next to the tests (tests/priv/expected/<name>.trace).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+#include <sys/types.h>
+
+#include <gtest/gtest.h>
+
+namespace mysqltrace::test {
+
+// A client process that waits at a gate (`sh -c 'read; exec ...'`, same pid
+// after exec) so the tracer can attach before the client does anything.
+class GatedClient {
+  public:
+    explicit GatedClient(const std::vector<std::string> &argv);
+    ~GatedClient();
+    pid_t pid() const { return pid_; }
+    void open_gate();
+    // Sends one command line and returns the client's one-line answer.
+    std::string command(const std::string &line);
+    // The client's next line of output ("<eof>" when it closed stdout).
+    std::string read_line();
+    // Closes stdin and waits for the client to exit; returns its exit code.
+    int finish();
+
+  private:
+    pid_t pid_ = -1;
+    int to_ = -1;
+    int from_ = -1;
+    std::string buffer_;
+};
+
+struct Step {
+    std::string command;
+    std::string answer;  // expected answer, exactly
+};
+
+struct TracedSession {
+    int tracer_exit = -1;
+    std::string tracer_stderr;
+    std::string trace;       // as written
+    std::string normalised;  // times, pids and ids replaced
+    std::vector<std::string> answers;
+};
+
+// Runs `client_argv` at a gate, attaches `mysqltrace client --pid` with
+// `tracer_args`, plays `steps`, lets the client exit, and collects the trace.
+TracedSession run_traced(const std::vector<std::string> &client_argv,
+                         const std::vector<Step> &steps,
+                         const std::vector<std::string> &tracer_args, const std::string &out_path);
+
+// Replaces what differs between runs (timestamps, pids, connection ids,
+// durations, versions, paths listed in `paths`) with fixed tokens.
+std::string normalise_trace(const std::string &trace,
+                            const std::vector<std::pair<std::string, std::string>> &paths = {});
+
+// Compares with tests/priv/expected/<name>.trace; with
+// MYSQLTRACE_UPDATE_EXPECTED=1 writes `actual` there instead.
+::testing::AssertionResult matches_expected(const std::string &name, const std::string &actual);
+
+std::string testprog(const std::string &name);
+
+}  // namespace mysqltrace::test

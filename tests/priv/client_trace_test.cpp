@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// `mysqltrace client` attached to real clients talking to a real mariadbd:
+// the exact WL#6226 event sequence of each scenario, compared with the
+// expected trace in tests/priv/expected/ (times, pids and ids normalised).
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/mariadb_server.h"
+#include "priv/cli_util.h"
+#include "priv/client_session.h"
+#include "priv/priv.h"
+
+namespace {
+
+using namespace mysqltrace::test;
+
+class ClientTrace : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        if (geteuid() != 0) {
+            return;
+        }
+        ServerOptions o;
+        o.extra_args = {"--max-allowed-packet=64M"};
+        auto s = MariadbServer::start(o);
+        ASSERT_TRUE(s.ok()) << s.error().message;
+        server_ = std::move(s).value();
+        auto r = server_->query(
+            "CREATE DATABASE mt; CREATE TABLE mt.t (a INT, b VARCHAR(10));"
+            "INSERT INTO mt.t VALUES (1, 'one'), (2, 'two')");
+        ASSERT_TRUE(r.ok()) << r.error().message;
+    }
+    static void TearDownTestSuite() { server_.reset(); }
+
+    void SetUp() override {
+        MYSQLTRACE_REQUIRE_ROOT();
+        ASSERT_TRUE(server_);
+        out_ = server_->root_dir() + "/" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".trace";
+    }
+
+    std::vector<std::string> c_client(std::vector<std::string> extra = {}) {
+        std::vector<std::string> argv = {
+            testprog("mt_client"), "--socket",   server_->socket_path(), "--user",
+            server_->user(),       "--password", server_->password()};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        return argv;
+    }
+
+    // Runs the steps, checks every answer and the trace against `expected`.
+    void check(const std::string &expected, const std::vector<std::string> &client,
+               const std::vector<Step> &steps, std::vector<std::string> tracer_args = {}) {
+        auto s = run_traced(client, steps, tracer_args, out_);
+        ASSERT_EQ(s.answers.size(), steps.size());
+        for (size_t i = 0; i < steps.size(); i++) {
+            EXPECT_EQ(s.answers[i], steps[i].answer) << steps[i].command;
+        }
+        EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
+        EXPECT_NE(s.tracer_stderr.find(" 0 records dropped; traced process exited\n"),
+                  std::string::npos)
+            << s.tracer_stderr;
+        EXPECT_TRUE(
+            matches_expected(expected, normalise_trace(s.trace, {{server_->root_dir(), "<dir>"}})));
+    }
+
+    static std::unique_ptr<MariadbServer> server_;
+    std::string out_;
+};
+
+std::unique_ptr<MariadbServer> ClientTrace::server_;
+
+TEST_F(ClientTrace, CResultSetEmptyResultErrorQuit) {
+    check("c_basic", c_client(),
+          {{"connect", "ok"},
+           {"query select a, b from mt.t order by a", "ok 1 2"},
+           {"query select 1 from dual where 1 = 0", "ok 1 0"},
+           {"query select * from mt.nosuch", "error 1146 Table 'mt.nosuch' doesn't exist"},
+           {"query insert into mt.t values (3, 'three')", "ok 0 0"},
+           {"query delete from mt.t where a = 3", "ok 0 0"},
+           {"quit", "ok"}});
+}
+
+TEST_F(ClientTrace, CTcpMultiStatements) {
+    std::vector<std::string> argv = {testprog("mt_client"),
+                                     "--host",
+                                     server_->host(),
+                                     "--port",
+                                     std::to_string(server_->port()),
+                                     "--user",
+                                     server_->user(),
+                                     "--password",
+                                     server_->password(),
+                                     "--multi"};
+    check("c_multi", argv,
+          {{"connect", "ok"}, {"query select 1; select 2, 3; do 1", "ok 2 2"}, {"quit", "ok"}});
+}
+
+TEST_F(ClientTrace, CPreparedStatement) {
+    check("c_prepared", c_client(),
+          {{"connect", "ok"},
+           {"prepare select a, b, ? + 1 from mt.t where a <= ?", "ok"},
+           {"execute 41 2", "ok 2"},
+           {"close_stmt", "ok"},
+           {"quit", "ok"}});
+}
+
+TEST_F(ClientTrace, CLocalInfile) {
+    std::string csv = server_->root_dir() + "/rows.csv";
+    std::ofstream(csv) << "7,seven\n8,eight\n";
+    check("c_local_infile", c_client({"--local-infile"}),
+          {{"connect", "ok"},
+           {"query load data local infile '" + csv + "' into table mt.t fields terminated by ','",
+            "ok 0 0"},
+           {"query delete from mt.t where a > 2", "ok 0 0"},
+           {"quit", "ok"}});
+}
+
+TEST_F(ClientTrace, CPingInitDbStatisticsChangeUser) {
+    check("c_admin", c_client(),
+          {{"connect", "ok"},
+           {"ping", "ok"},
+           {"initdb mt", "ok"},
+           {"stats", "ok"},
+           {"change_user " + server_->user() + " " + server_->password(), "ok"},
+           {"quit", "ok"}});
+}
+
+TEST_F(ClientTrace, CCompressedProtocol) {
+    check(
+        "c_compressed", c_client({"--compress"}),
+        {{"connect", "ok"}, {"query select a, b from mt.t order by a", "ok 1 2"}, {"quit", "ok"}});
+}
+
+TEST_F(ClientTrace, CPacketOver16MiB) {
+    // 17 MiB of statement: the client splits it into a 16 MiB - 1 packet and
+    // its continuation; only --snaplen bytes of each syscall are copied.
+    check("c_big_packet", c_client(),
+          {{"connect", "ok"}, {"bigquery 17825792", "ok 1 1"}, {"quit", "ok"}});
+}
+
+std::string source_testprog(const std::string &name) {
+    return std::string(MYSQLTRACE_SOURCE_DIR) + "/tests/testprogs/" + name;
+}
+
+TEST_F(ClientTrace, Pymysql) {
+    // An independent protocol implementation in Python.
+    check("pymysql",
+          {"/usr/bin/python3", source_testprog("pymysql_client.py"), "--socket",
+           server_->socket_path(), "--user", server_->user(), "--password", server_->password(),
+           "--multi"},
+          {{"connect", "ok"},
+           {"query select a, b from mt.t order by a", "ok 1 2"},
+           {"query select * from mt.nosuch", "error 1146 Table 'mt.nosuch' doesn't exist"},
+           {"query select 1; select 2, 3; do 1", "ok 2 2"},
+           {"ping", "ok"},
+           {"initdb mt", "ok"},
+           {"quit", "ok"}});
+}
+
+TEST_F(ClientTrace, NodeMysql2) {
+    // The npm mysql2 package: prepared statements and change-user of its own.
+    check("mysql2",
+          {"/usr/bin/env", "node", source_testprog("mysql2_client.js"), "--host", server_->host(),
+           "--port", std::to_string(server_->port()), "--user", server_->user(), "--password",
+           server_->password()},
+          {{"connect", "ok"},
+           {"query select a, b from mt.t order by a", "ok 1 2"},
+           {"prepare select a, ? + 1 from mt.t where a <= ?", "ok"},
+           {"execute 41 1", "ok 1"},
+           {"close_stmt", "ok"},
+           {"change_user " + server_->user() + " " + server_->password(), "ok"},
+           {"query select * from mt.nosuch", "error 1146 Table 'mt.nosuch' doesn't exist"},
+           {"quit", "ok"}});
+}
+
+TEST_F(ClientTrace, MariadbCliBatch) {
+    // The mariadb CLI links the client library statically (OpenSSL build).
+    check("cli_batch",
+          {"/usr/bin/mariadb", "--no-defaults", "--socket=" + server_->socket_path(),
+           "--user=" + server_->user(), "--password=" + server_->password(), "--batch", "-e",
+           "select a, b from mt.t order by a; select * from mt.nosuch"},
+          {});
+}
+
+TEST_F(ClientTrace, CAttachMidConnectionResyncsAtNextCommand) {
+    // The client connects and works before the tracer exists: the trace
+    // joins at its next command (WL#6226 cannot; we can).
+    GatedClient client(c_client());
+    client.open_gate();
+    ASSERT_EQ(client.command("connect"), "ok");
+    ASSERT_EQ(client.command("query select a, b from mt.t order by a"), "ok 1 2");
+    BackgroundCommand tracer(
+        {MYSQLTRACE_BINARY, "client", "--pid", std::to_string(client.pid()), "--output", out_});
+    ASSERT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop"));
+    EXPECT_EQ(client.command("query select 1 from dual where 1 = 0"), "ok 1 0");
+    EXPECT_EQ(client.command("ping"), "ok");
+    EXPECT_EQ(client.command("quit"), "ok");
+    client.finish();
+    auto r = tracer.wait();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream in(out_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EXPECT_TRUE(matches_expected("c_mid_connection", normalise_trace(ss.str())));
+}
+
+// sysbench (libmariadb, two threads, server-side prepared statements): every
+// query it reports must appear in the trace as exactly one command.
+TEST_F(ClientTrace, SysbenchCommandsMatchItsOwnCount) {
+    ASSERT_TRUE(server_->query("CREATE DATABASE IF NOT EXISTS sbtest").ok());
+    const std::vector<std::string> common = {"/usr/bin/sysbench",
+                                             "oltp_point_select",
+                                             "--db-driver=mysql",
+                                             "--mysql-socket=" + server_->socket_path(),
+                                             "--mysql-user=" + server_->user(),
+                                             "--mysql-password=" + server_->password(),
+                                             "--mysql-db=sbtest",
+                                             "--tables=1",
+                                             "--table-size=1000"};
+    auto prep = common;
+    prep.push_back("prepare");
+    auto p = run_command(prep);
+    ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+
+    auto run = common;
+    for (const char *a : {"--threads=2", "--events=3000", "--time=0", "run"}) {
+        run.push_back(a);
+    }
+    GatedClient client(run);
+    BackgroundCommand tracer({MYSQLTRACE_BINARY, "client", "--pid", std::to_string(client.pid()),
+                              "--format", "json", "--output", out_});
+    ASSERT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop"));
+    client.open_gate();
+    std::string report;
+    for (std::string line; (line = client.read_line()) != "<eof>";) {
+        report += line + "\n";
+    }
+    client.finish();
+    auto r = tracer.wait();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(" 0 records dropped; traced process exited\n"), std::string::npos)
+        << r.err;
+
+    // sysbench's own count: "read: 3000" under "queries performed".
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(report, m, std::regex(R"(read:\s+(\d+))"))) << report;
+    const long reported = std::stol(m[1]);
+    EXPECT_EQ(reported, 3000);
+
+    std::ifstream in(out_);
+    std::map<std::string, long> sent;
+    std::set<uint64_t> conns;
+    long summaries = 0;
+    for (std::string line; std::getline(in, line);) {
+        auto j = nlohmann::json::parse(line);
+        if (j["kind"] == "protocol" && j["event"] == "SEND_COMMAND") {
+            sent[j["command"].get<std::string>()]++;
+            conns.insert(j["conn"].get<uint64_t>());
+        } else if (j["kind"] == "protocol_command") {
+            summaries++;
+        }
+    }
+    std::string seen;
+    for (const auto &[cmd, n] : sent) {
+        seen += cmd + "=" + std::to_string(n) + " ";
+    }
+    SCOPED_TRACE(seen);
+    EXPECT_EQ(sent["COM_STMT_EXECUTE"], reported);
+    EXPECT_EQ(conns.size(), 2u);  // one connection per thread
+    EXPECT_EQ(sent["COM_STMT_PREPARE"], 2);
+    EXPECT_EQ(sent["COM_QUIT"], 2);
+    long total = 0;
+    for (const auto &[cmd, n] : sent) {
+        total += n;
+    }
+    EXPECT_EQ(summaries, total);
+    if (HasFailure()) {
+        std::filesystem::copy_file(out_, "/tmp/sb-fail.json",
+                                   std::filesystem::copy_options::overwrite_existing);
+    }
+}
+
+// TLS: the socket carries TLS records, the cleartext comes from uprobes on
+// the client's TLS library (GnuTLS for libmariadb, OpenSSL for the CLI).
+class ClientTraceTls : public ClientTrace {
+  protected:
+    static void SetUpTestSuite() {
+        if (geteuid() != 0) {
+            return;
+        }
+        ServerOptions o;
+        o.tls = true;
+        auto s = MariadbServer::start(o);
+        ASSERT_TRUE(s.ok()) << s.error().message;
+        server_ = std::move(s).value();
+    }
+};
+
+TEST_F(ClientTraceTls, CGnutls) {
+    std::vector<std::string> argv = {testprog("mt_client"),
+                                     "--host",
+                                     server_->host(),
+                                     "--port",
+                                     std::to_string(server_->port()),
+                                     "--user",
+                                     server_->user(),
+                                     "--password",
+                                     server_->password(),
+                                     "--ssl"};
+    check("c_tls_gnutls", argv,
+          {{"connect", "ok"},
+           {"query select 'secret' as word, @@have_ssl", "ok 1 1"},
+           {"query show status like 'Ssl_version'", "ok 1 1"},
+           {"quit", "ok"}});
+}
+
+TEST_F(ClientTraceTls, MariadbCliOpenssl) {
+    check("cli_tls_openssl",
+          {"/usr/bin/mariadb", "--no-defaults", "--host=" + server_->host(),
+           "--port=" + std::to_string(server_->port()), "--user=" + server_->user(),
+           "--password=" + server_->password(), "--ssl", "--skip-ssl-verify-server-cert", "--batch",
+           "-e", "select 'secret' as word"},
+          {});
+}
+
+}  // namespace

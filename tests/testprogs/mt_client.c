@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// A scripted libmariadb client for the privileged tests. It does one thing per
+// line of stdin and answers one line on stdout, so a test can attach the
+// tracer first and then drive every protocol step deterministically.
+//
+//   mt_client (--socket PATH | --host H --port P) --user U --password P
+//             [--database D] [--compress] [--ssl] [--local-infile] [--multi]
+//
+// Commands and answers (same protocol as pymysql_client.py, mysql2_client.js):
+//   connect                      ok | error <code> <message>
+//   query <sql>                  ok <result sets> <rows> | error ...
+//   bigquery <n>                 query "select length('xxx...')" with n x's
+//   ping | stats                 ok
+//   initdb <db>                  ok
+//   change_user <user> <pass>    ok
+//   prepare <sql>                ok
+//   execute [<int> ...]          ok <rows>
+//   close_stmt                   ok
+//   quit                         ok   (COM_QUIT)
+//   exit                         (exits)
+#include <mysql.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PARAMS 8
+
+static MYSQL *db;
+static MYSQL_STMT *stmt;
+
+static void answer_error(unsigned code, const char *msg)
+{
+    printf("error %u %s\n", code, msg);
+}
+
+static void db_error(void)
+{
+    answer_error(mysql_errno(db), mysql_error(db));
+}
+
+static void stmt_error(void)
+{
+    answer_error(mysql_stmt_errno(stmt), mysql_stmt_error(stmt));
+}
+
+static void do_query(const char *sql)
+{
+    unsigned sets = 0;
+    unsigned long long rows = 0;
+    int status;
+
+    if (mysql_real_query(db, sql, strlen(sql)) != 0) {
+        db_error();
+        return;
+    }
+    do {
+        MYSQL_RES *res = mysql_store_result(db);
+
+        if (res) {
+            sets++;
+            rows += mysql_num_rows(res);
+            mysql_free_result(res);
+        } else if (mysql_field_count(db) != 0) {
+            db_error();
+            return;
+        }
+        status = mysql_next_result(db);
+        if (status > 0) {
+            db_error();
+            return;
+        }
+    } while (status == 0);
+    printf("ok %u %llu\n", sets, rows);
+}
+
+static void do_execute(char *args)
+{
+    MYSQL_BIND bind[MAX_PARAMS];
+    int values[MAX_PARAMS];
+    unsigned long n = mysql_stmt_param_count(stmt);
+    unsigned long long rows = 0;
+
+    if (n > MAX_PARAMS) {
+        answer_error(0, "too many parameters");
+        return;
+    }
+    memset(bind, 0, sizeof(bind));
+    for (unsigned long i = 0; i < n; i++) {
+        char *tok = strtok(i == 0 ? args : NULL, " ");
+
+        values[i] = tok ? atoi(tok) : 0;
+        bind[i].buffer_type = MYSQL_TYPE_LONG;
+        bind[i].buffer = &values[i];
+    }
+    if ((n && mysql_stmt_bind_param(stmt, bind)) || mysql_stmt_execute(stmt) ||
+        mysql_stmt_store_result(stmt)) {
+        stmt_error();
+        return;
+    }
+    rows = mysql_stmt_num_rows(stmt);
+    mysql_stmt_free_result(stmt);
+    printf("ok %llu\n", rows);
+}
+
+int main(int argc, char **argv)
+{
+    const char *sock = NULL, *host = NULL, *user = NULL, *pass = NULL, *database = NULL;
+    unsigned port = 0;
+    int compress = 0, ssl = 0, infile = 0, multi = 0;
+    char line[1 << 16];
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (!strcmp(a, "--socket") && v) { sock = v; i++; }
+        else if (!strcmp(a, "--host") && v) { host = v; i++; }
+        else if (!strcmp(a, "--port") && v) { port = (unsigned)atoi(v); i++; }
+        else if (!strcmp(a, "--user") && v) { user = v; i++; }
+        else if (!strcmp(a, "--password") && v) { pass = v; i++; }
+        else if (!strcmp(a, "--database") && v) { database = v; i++; }
+        else if (!strcmp(a, "--compress")) compress = 1;
+        else if (!strcmp(a, "--ssl")) ssl = 1;
+        else if (!strcmp(a, "--local-infile")) infile = 1;
+        else if (!strcmp(a, "--multi")) multi = 1;
+        else {
+            fprintf(stderr, "mt_client: bad argument %s\n", a);
+            return 2;
+        }
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    while (fgets(line, sizeof(line), stdin)) {
+        char *arg;
+
+        line[strcspn(line, "\n")] = 0;
+        arg = strchr(line, ' ');
+        if (arg)
+            *arg++ = 0;
+        else
+            arg = line + strlen(line);
+
+        if (!strcmp(line, "connect")) {
+            unsigned int one = 1;
+
+            db = mysql_init(NULL);
+            if (compress)
+                mysql_options(db, MYSQL_OPT_COMPRESS, NULL);
+            if (infile)
+                mysql_options(db, MYSQL_OPT_LOCAL_INFILE, &one);
+            if (ssl) {
+                my_bool yes = 1, no = 0;
+
+                mysql_optionsv(db, MYSQL_OPT_SSL_ENFORCE, &yes);
+                mysql_optionsv(db, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &no);
+            }
+            if (!mysql_real_connect(db, host, user, pass, database, port, sock,
+                                    multi ? CLIENT_MULTI_STATEMENTS : 0))
+                db_error();
+            else
+                puts("ok");
+        } else if (!strcmp(line, "query")) {
+            do_query(arg);
+        } else if (!strcmp(line, "bigquery")) {
+            size_t n = strtoul(arg, NULL, 10);
+            char *sql = malloc(n + 32);
+
+            if (!sql) {
+                answer_error(0, "out of memory");
+                continue;
+            }
+            strcpy(sql, "select length('");
+            memset(sql + 15, 'x', n);
+            strcpy(sql + 15 + n, "')");
+            do_query(sql);
+            free(sql);
+        } else if (!strcmp(line, "ping")) {
+            mysql_ping(db) ? db_error() : (void)puts("ok");
+        } else if (!strcmp(line, "stats")) {
+            mysql_stat(db) ? (void)puts("ok") : db_error();
+        } else if (!strcmp(line, "initdb")) {
+            mysql_select_db(db, arg) ? db_error() : (void)puts("ok");
+        } else if (!strcmp(line, "change_user")) {
+            char *u = strtok(arg, " "), *p = strtok(NULL, " ");
+
+            mysql_change_user(db, u, p ? p : "", NULL) ? db_error() : (void)puts("ok");
+        } else if (!strcmp(line, "prepare")) {
+            stmt = mysql_stmt_init(db);
+            mysql_stmt_prepare(stmt, arg, strlen(arg)) ? stmt_error() : (void)puts("ok");
+        } else if (!strcmp(line, "execute")) {
+            do_execute(arg);
+        } else if (!strcmp(line, "close_stmt")) {
+            mysql_stmt_close(stmt);
+            stmt = NULL;
+            puts("ok");
+        } else if (!strcmp(line, "quit")) {
+            mysql_close(db);
+            db = NULL;
+            puts("ok");
+        } else if (!strcmp(line, "exit")) {
+            break;
+        } else {
+            answer_error(0, "unknown command");
+        }
+    }
+    return 0;
+}

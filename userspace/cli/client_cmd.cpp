@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <iostream>
+
+#include "client/connection_table.h"
+#include "client/socket_capture.h"
+#include "cli/command.h"
+#include "output/output_file.h"
+#include "output/protocol_json.h"
+#include "output/protocol_text.h"
+#include "trace/trace_loop.h"
+
+namespace mysqltrace::cli {
+
+namespace {
+
+struct ClientArgs {
+    std::vector<pid_t> pids;
+    std::string format = "text";
+    std::string output;
+    double duration = 0;
+    uint32_t snaplen = 16384;
+    bool dump = false;
+    bool show_secrets = false;
+    bool follow_forks = false;
+    bool no_tls = false;
+    bool no_summary = false;
+    uint64_t ring_kib = 4096;
+};
+
+int run_client(const ClientArgs &a, const GlobalOptions &g) {
+    auto out = output::OutputFile::open(a.output);
+    if (!out) {
+        std::cerr << "mysqltrace: " << out.error().message << "\n";
+        return kExitFailure;
+    }
+    auto &o = **out;
+    const bool json = a.format == "json";
+    output::ProtocolTextOptions text_opts;
+    text_opts.dump = a.dump;
+    text_opts.timestamps = true;
+    output::ProtocolJsonOptions json_opts;
+    json_opts.dump = a.dump;
+
+    protocol::TracerOptions topts;
+    topts.show_secrets = a.show_secrets;
+    topts.keep_packets = a.dump;
+
+    std::unique_ptr<client::SocketCapture> capture;
+    client::ConnectionTable::Callbacks cb;
+    cb.on_connection = [&](const client::ConnectionInfo &c) {
+        if (g.verbose > 0) {
+            std::cerr << "mysqltrace: connection " << c.id << ": pid " << c.pid << " fd " << c.fd
+                      << (c.peer.empty() ? "" : " to " + c.peer)
+                      << (c.from_start ? ""
+                                       : " (open before the trace: joined at the next command)")
+                      << "\n";
+        }
+    };
+    cb.on_event = [&](const protocol::ProtocolEvent &ev) {
+        o.write(json ? output::render_protocol_json(ev, json_opts)
+                     : output::render_protocol_text(ev, text_opts));
+    };
+    if (!a.no_summary) {
+        cb.on_summary = [&](const protocol::CommandSummary &s) {
+            o.write(json ? output::render_command_summary_json(s)
+                         : output::render_command_summary_text(s, text_opts));
+        };
+    }
+    cb.set_verdict = [&](uint64_t sock, uint8_t state) {
+        if (capture) {
+            capture->set_verdict(sock, state);
+        }
+    };
+    client::ConnectionTable table(topts, cb);
+
+    client::CaptureOptions copts;
+    copts.pids = a.pids;
+    copts.snaplen = a.snaplen;
+    copts.follow_forks = a.follow_forks;
+    copts.tls = !a.no_tls;
+    copts.ring.bytes_per_cpu = a.ring_kib << 10;
+    client::CaptureSinks sinks;
+    sinks.on_sock = [&](const client::SockRecord &r) { table.on_record(r); };
+    sinks.on_exit = [&](uint32_t pid, uint64_t ts) { table.on_process_exit(pid, ts); };
+    sinks.on_fork = [&](uint32_t parent, uint32_t child) {
+        if (g.verbose > 0) {
+            std::cerr << "mysqltrace: following fork " << parent << " -> " << child << "\n";
+        }
+    };
+    auto cap = client::SocketCapture::attach(copts, sinks);
+    if (!cap) {
+        std::cerr << "mysqltrace: " << cap.error().message << "\n";
+        return kExitFailure;
+    }
+    capture = std::move(cap).value();
+    if (g.verbose > 0) {
+        for (const auto &t : capture->tls_probes()) {
+            std::cerr << "mysqltrace: TLS cleartext from " << t << "\n";
+        }
+    }
+
+    std::cerr << "mysqltrace: tracing MySQL connections of pid";
+    for (pid_t p : a.pids) {
+        std::cerr << " " << p;
+    }
+    std::cerr << "; Ctrl-C to stop\n";
+    trace::LoopOptions lo;
+    lo.duration_s = a.duration;
+    if (!a.follow_forks) {
+        lo.targets = a.pids;  // children may outlive them when following forks
+    }
+    lo.on_tick = [&] {
+        o.flush();
+        if (g.verbose > 0) {
+            auto st = capture->rings().stats();
+            std::cerr << "mysqltrace: " << table.stats().connections << " connections, "
+                      << table.stats().events << " events, " << st.dropped << " dropped\n";
+        }
+    };
+    auto stop = trace::run_loop(capture->rings(), lo);
+    auto flushed = capture->rings().flush();
+    o.flush();
+    const auto &ts = table.stats();
+    auto st = capture->rings().stats();
+    std::cerr << "mysqltrace: " << ts.connections << " connections, " << ts.commands
+              << " commands, " << ts.events << " events, " << ts.bytes << " bytes";
+    if (ts.bytes_not_copied > 0) {
+        std::cerr << " (" << ts.bytes_not_copied << " beyond --snaplen)";
+    }
+    std::cerr << ", " << trace::drop_summary(st);
+    if (stop) {
+        std::cerr << "; " << trace::stop_reason_text(*stop);
+    }
+    std::cerr << "\n";
+    if (!stop || !flushed) {
+        std::cerr << "mysqltrace: " << (!stop ? stop.error() : flushed.error()).message << "\n";
+        return kExitFailure;
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
+void register_client(CLI::App &app, const GlobalOptions &global, RunFn &run) {
+    auto *cmd = app.add_subcommand(
+        "client",
+        "Trace the MySQL connections of running client processes: every protocol event as a "
+        "WL#6226 trace (stage, event, decoded detail), rebuilt from their socket I/O. "
+        "Connections open before the trace are joined at their next command.");
+    auto a = std::make_shared<ClientArgs>();
+    cmd->add_option("-p,--pid", a->pids, "Process id of a client to trace (repeatable)")
+        ->required();
+    cmd->add_option("-f,--format", a->format, "Output format")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+    cmd->add_option("-o,--output", a->output, "Write events here (created 0600) instead of stdout");
+    cmd->add_option("-d,--duration", a->duration, "Stop after this many seconds (default: Ctrl-C)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--snaplen", a->snaplen, "Bytes copied per socket syscall (true length kept)")
+        ->check(CLI::Range(64, MT_MAX_SNAPLEN))
+        ->capture_default_str();
+    cmd->add_flag("--dump", a->dump, "Add hex dumps of packets");
+    cmd->add_flag("--show-secrets", a->show_secrets,
+                  "Do not redact authentication data and password literals");
+    cmd->add_flag("--follow-forks", a->follow_forks, "Also trace processes the clients fork");
+    cmd->add_flag("--no-tls", a->no_tls,
+                  "Do not probe OpenSSL/GnuTLS for the cleartext of encrypted connections");
+    cmd->add_flag("--no-summary", a->no_summary, "No per-command summary lines");
+    cmd->add_option("--ring-kib", a->ring_kib, "Ring buffer size per CPU, KiB")
+        ->check(CLI::Range(4, 1 << 20))
+        ->capture_default_str();
+    cmd->callback([&run, &global, a] { run = [a, &global] { return run_client(*a, global); }; });
+}
+
+}  // namespace mysqltrace::cli

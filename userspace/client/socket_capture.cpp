@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "client/socket_capture.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <bpf/bpf.h>
+
+#include "client.skel.h"
+#include "client/tls_probes.h"
+#include "proc/maps.h"
+
+namespace mysqltrace::client {
+
+Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOptions &opts,
+                                                             CaptureSinks sinks) {
+    for (pid_t pid : opts.pids) {
+        if (!proc::process_exists(pid)) {
+            return Error{ESRCH, "no such process: " + std::to_string(pid)};
+        }
+    }
+    std::unique_ptr<SocketCapture> c(new SocketCapture());
+    c->sinks_ = std::move(sinks);
+    c->skel_ = ::client::open();
+    if (c->skel_ == nullptr) {
+        return make_error(errno, "cannot open the client BPF object");
+    }
+    c->skel_->rodata->snaplen = std::min<uint32_t>(opts.snaplen, MT_MAX_SNAPLEN);
+    c->skel_->rodata->follow_forks = opts.follow_forks ? 1 : 0;
+    if (auto r = bpf::size_scratch_slots(c->skel_->obj); !r) {
+        return r.error();
+    }
+    if (int err = ::client::load(c->skel_); err != 0) {
+        return make_error(err, "cannot load the client BPF programs");
+    }
+    SocketCapture *self = c.get();
+    auto rings = bpf::RingSet::create(
+        c->skel_->obj, opts.ring, [self](std::span<const uint8_t> rec) { self->on_record(rec); });
+    if (!rings) {
+        return rings.error();
+    }
+    c->rings_ = std::move(rings).value();
+    for (pid_t pid : opts.pids) {
+        uint32_t key = static_cast<uint32_t>(pid);
+        uint8_t one = 1;
+        if (bpf_map_update_elem(bpf_map__fd(c->skel_->maps.mt_pids), &key, &one, BPF_ANY) != 0) {
+            return make_error(errno, "cannot add pid " + std::to_string(pid) + " to the filter");
+        }
+    }
+    if (int err = ::client::attach(c->skel_); err != 0) {
+        return make_error(err, "cannot attach the socket syscall tracepoints");
+    }
+    if (opts.tls) {
+        for (pid_t pid : opts.pids) {
+            if (auto r = c->attach_tls(pid); !r) {
+                return r.error();
+            }
+        }
+    }
+    return c;
+}
+
+Result<void> SocketCapture::attach_tls(pid_t pid) {
+    auto funcs = find_tls_functions(pid);
+    if (!funcs) {
+        return funcs.error();
+    }
+    for (const auto &f : *funcs) {
+        for (bool ret : {false, true}) {
+            bpf_uprobe_opts o{};
+            o.sz = sizeof(o);
+            o.retprobe = ret;
+            o.bpf_cookie = f.func;
+            bpf_program *prog = ret ? skel_->progs.client_tls_exit : skel_->progs.client_tls_enter;
+            bpf_link *l =
+                bpf_program__attach_uprobe_opts(prog, pid, f.path.c_str(), f.site.offset, &o);
+            if (l == nullptr) {
+                return make_error(errno, "cannot attach a uprobe to " + f.symbol + " in " + f.path);
+            }
+            links_.emplace_back(l);
+        }
+        tls_probes_.push_back(f.symbol + " in " + f.path + " on `" + f.site.instruction + "` (" +
+                              elf::probe_cost_name(f.site.cost) + ")");
+    }
+    return {};
+}
+
+SocketCapture::~SocketCapture() {
+    links_.clear();
+    rings_.reset();
+    if (skel_ != nullptr) {
+        ::client::destroy(skel_);
+    }
+}
+
+void SocketCapture::set_verdict(uint64_t sock, uint8_t state) {
+    bpf_map_update_elem(bpf_map__fd(skel_->maps.mt_socks), &sock, &state, BPF_ANY);
+}
+
+void SocketCapture::on_record(std::span<const uint8_t> rec) {
+    mt_event_header hdr;
+    std::memcpy(&hdr, rec.data(), sizeof(hdr));
+    if (hdr.type == MT_EV_PROC && rec.size() == sizeof(mt_proc_event)) {
+        mt_proc_event ev;
+        std::memcpy(&ev, rec.data(), sizeof(ev));
+        if (ev.op == MT_PROC_EXIT && sinks_.on_exit) {
+            sinks_.on_exit(ev.hdr.pid, ev.hdr.ts_ns);
+        } else if (ev.op == MT_PROC_FORK && sinks_.on_fork) {
+            sinks_.on_fork(ev.hdr.pid, ev.child);
+        }
+        return;
+    }
+    SockRecord r;
+    if (!decode_sock_record(rec, &r)) {
+        undecodable_++;
+        return;
+    }
+    if (sinks_.on_sock) {
+        sinks_.on_sock(r);
+    }
+}
+
+}  // namespace mysqltrace::client

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Loads bpf/client.bpf.c for a set of client processes and delivers their
+// socket syscalls (and forks/exits) in timestamp order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+#include <sys/types.h>
+
+#include "bpf/handles.h"
+#include "bpf/ring_set.h"
+#include "client/sock_record.h"
+#include "util/result.h"
+
+struct client;
+
+namespace mysqltrace::client {
+
+struct CaptureOptions {
+    std::vector<pid_t> pids;
+    uint32_t snaplen = 16384;
+    bool follow_forks = false;
+    bool tls = true;  // probe TLS libraries for cleartext
+    bpf::RingOptions ring;
+};
+
+struct CaptureSinks {
+    std::function<void(const SockRecord &)> on_sock;
+    std::function<void(uint32_t pid, uint64_t ts_ns)> on_exit;
+    std::function<void(uint32_t parent, uint32_t child)> on_fork;
+};
+
+class SocketCapture {
+  public:
+    static Result<std::unique_ptr<SocketCapture>> attach(const CaptureOptions &opts,
+                                                         CaptureSinks sinks);
+    ~SocketCapture();
+
+    // The kernel's verdict on a socket (enum mt_sock_state).
+    void set_verdict(uint64_t sock, uint8_t state);
+    bpf::RingSet &rings() { return *rings_; }
+    // TLS functions probed, "SSL_read in /usr/lib/.../libssl.so.3 on `push rbp` (emulated)".
+    const std::vector<std::string> &tls_probes() const { return tls_probes_; }
+    uint64_t undecodable() const { return undecodable_; }
+
+  private:
+    SocketCapture() = default;
+    void on_record(std::span<const uint8_t> rec);
+    Result<void> attach_tls(pid_t pid);
+
+    ::client *skel_ = nullptr;
+    std::unique_ptr<bpf::RingSet> rings_;
+    CaptureSinks sinks_;
+    std::vector<bpf::Link> links_;
+    std::vector<std::string> tls_probes_;
+    uint64_t undecodable_ = 0;
+};
+
+}  // namespace mysqltrace::client

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake pkg-config make git
-  clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
+  clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
   libcli11-dev nlohmann-json3-dev libcapstone-dev systemtap-sdt-dev
   # tests
   googletest libgtest-dev libgmock-dev clang-format

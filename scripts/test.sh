@@ -8,5 +8,7 @@ mt_need_root "$@"
 mt_build
 "$mt_root/scripts/check-format.sh"
 export MYSQLTRACE_REQUIRE_PRIV=1
-cd "$BUILD_DIR"
-ctest --output-on-failure -j2 -L 'unit|priv' "$@"
+(cd "$BUILD_DIR" && ctest --output-on-failure -j2 -L 'unit|priv' "$@")
+# The decoder under libFuzzer with ASan/UBSan, briefly: bad input must
+# never crash or hang it.
+"$mt_root/scripts/fuzz.sh" "${MYSQLTRACE_FUZZ_SECONDS:-30}"

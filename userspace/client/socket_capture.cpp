@@ -27,6 +27,9 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
     }
     c->skel_->rodata->snaplen = std::min<uint32_t>(opts.snaplen, MT_MAX_SNAPLEN);
     c->skel_->rodata->follow_forks = opts.follow_forks ? 1 : 0;
+    if (opts.pids.size() == 1 && !opts.follow_forks) {
+        c->skel_->rodata->single_tgid = static_cast<__u32>(opts.pids[0]);
+    }
     if (auto r = bpf::size_scratch_slots(c->skel_->obj); !r) {
         return r.error();
     }
@@ -86,6 +89,8 @@ Result<void> SocketCapture::attach_tls(pid_t pid) {
 }
 
 SocketCapture::~SocketCapture() {
+    // Each uprobe removal waits for a grace period and the kernel serialises
+    // them (~50 ms each here): ending a trace with TLS probes takes ~0.6 s.
     links_.clear();
     rings_.reset();
     if (skel_ != nullptr) {

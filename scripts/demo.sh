@@ -57,5 +57,29 @@ client demo -e "SELECT name FROM t WHERE id = 2; SELECT COUNT(*) FROM t;" >/dev/
 client demo -e "SELECT * FROM missing_table" 2>/dev/null || true
 finish_tracer
 
+banner "mysqltrace client --pid: the WL#6226 protocol trace of a running Python client"
+mkfifo "$work/go"
+/usr/bin/python3 - "$MT_SOCKET" "$MT_USER" "$MT_PASSWORD" "$work/go" <<'PY' &
+import sys
+import pymysql
+sock, user, password, gate = sys.argv[1:5]
+open(gate).read()  # connect only once the tracer is attached
+conn = pymysql.connect(unix_socket=sock, user=user, password=password, database="demo")
+with conn.cursor() as cur:
+    cur.execute("SELECT id, name FROM t ORDER BY id")
+    cur.fetchall()
+    try:
+        cur.execute("SELECT * FROM missing_table")
+    except pymysql.MySQLError:
+        pass
+conn.close()
+PY
+client_pid=$!
+start_tracer client --pid "$client_pid"
+echo go >"$work/go"
+wait "$client_pid"
+finish_tracer
+
 banner "Done"
 echo "Try it on your own server: sudo $mt server --pid \$(pidof mariadbd)"
+echo "or on a client:              sudo $mt client --pid <pid of a program talking to MySQL>"

@@ -189,6 +189,59 @@ TEST_F(ClientTrace, MariadbCliBatch) {
           {});
 }
 
+TEST_F(ClientTrace, SecretsRedactedUnlessAsked) {
+    const std::vector<Step> steps = {
+        {"connect", "ok"},
+        {"query create user 'leak'@'%' identified by 'hunter2'", "ok 0 0"},
+        {"query set password for 'leak'@'%' = password('hunter3')", "ok 0 0"},
+        {"query drop user 'leak'@'%'", "ok 0 0"},
+        {"quit", "ok"}};
+    for (bool show : {false, true}) {
+        std::vector<std::string> args = {"--format", "json", "--dump"};
+        if (show) {
+            args.push_back("--show-secrets");
+        }
+        auto s = run_traced(c_client(), steps, args, out_ + (show ? ".shown" : ".redacted"));
+        EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
+        ASSERT_NE(s.trace.find("identified by"), std::string::npos) << s.trace;
+        for (const char *secret : {"hunter2", "hunter3"}) {
+            EXPECT_EQ(s.trace.find(secret) != std::string::npos, show) << secret;
+        }
+        // Packet dumps of statements with secrets are withheld as well.
+        EXPECT_EQ(s.trace.find("68756e74657232") != std::string::npos, show);  // "hunter2" in hex
+    }
+}
+
+TEST_F(ClientTrace, FollowForks) {
+    // The traced pid is a shell that runs the client as a child process.
+    std::string cmdline;
+    for (const auto &a : c_client()) {
+        cmdline += "'" + a + "' ";
+    }
+    const std::vector<Step> steps = {
+        {"connect", "ok"}, {"query select 1 from dual where 1 = 0", "ok 1 0"}, {"quit", "ok"}};
+    for (bool follow : {false, true}) {
+        std::vector<std::string> args;
+        if (follow) {
+            args.push_back("--follow-forks");
+        }
+        // "; exit" keeps the shell from exec'ing the client in its place.
+        auto s = run_traced({"/bin/sh", "-c", cmdline + "; exit $?"}, steps, args,
+                            out_ + (follow ? ".follow" : ".nofollow"));
+        EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
+        if (follow) {
+            EXPECT_NE(s.trace.find("QUERY: select 1 from dual where 1 = 0"), std::string::npos);
+            EXPECT_NE(s.tracer_stderr.find("mysqltrace: 1 connections, 2 commands"),
+                      std::string::npos)
+                << s.tracer_stderr;
+        } else {
+            EXPECT_EQ(s.trace, "");
+            EXPECT_NE(s.tracer_stderr.find("mysqltrace: 0 connections"), std::string::npos)
+                << s.tracer_stderr;
+        }
+    }
+}
+
 TEST_F(ClientTrace, CAttachMidConnectionResyncsAtNextCommand) {
     // The client connects and works before the tracer exists: the trace
     // joins at its next command (WL#6226 cannot; we can).

@@ -180,6 +180,30 @@ TEST_F(ServerTrace, TextRowsAndTruncation) {
     EXPECT_EQ(mine[1], want_quit);
 }
 
+TEST_F(ServerTrace, EventsArriveWhileTracing) {
+    // Records must reach the output during the trace, not only when it ends
+    // (producers batch their wakeups; the reader must still drain).
+    auto tracer = start_tracer({"--output", out_path_});
+    MYSQL *m = connect();
+    ASSERT_NE(m, nullptr);
+    ASSERT_EQ(mysql_query(m, "select 'live-marker'"), 0);
+    mysql_free_result(mysql_store_result(m));
+    bool seen = false;
+    for (int i = 0; i < 100 && !seen; i++) {
+        std::ifstream in(out_path_);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        seen = ss.str().find("select 'live-marker'") != std::string::npos;
+        if (!seen) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    EXPECT_TRUE(seen) << "the statement did not reach the output within 5 s";
+    mysql_close(m);
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST_F(ServerTrace, EndsCleanlyWhenTheServerExits) {
     auto tracer = start_tracer({"--output", out_path_ + ".txt"});
     ASSERT_TRUE(server_->stop().ok());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "bpf/ring_set.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -156,12 +157,19 @@ void RingSet::release(uint64_t up_to_ts, bool all) {
 }
 
 Result<int> RingSet::poll(int timeout_ms) {
+    // Producers wake the reader only when a ring fills past mt_wakeup_bytes,
+    // so waiting reports few rings as ready: after the wait, drain them all.
     int n = ring_buffer__poll(rb_, timeout_ms);
     if (n == -EINTR) {
         n = 0;
     } else if (n < 0) {
         return make_error(n, "reading the ring buffers failed");
     }
+    int more = ring_buffer__consume(rb_);
+    if (more < 0 && more != -EINTR) {
+        return make_error(more, "reading the ring buffers failed");
+    }
+    n += std::max(more, 0);
     uint64_t now = monotonic_ns();
     release(now > opts_.reorder_window_ns ? now - opts_.reorder_window_ns : 0, false);
     return n;

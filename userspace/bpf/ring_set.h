@@ -59,8 +59,8 @@ class RingSet {
     RingSet(const RingSet &) = delete;
     RingSet &operator=(const RingSet &) = delete;
 
-    // Waits up to timeout_ms for data, drains every ring and delivers what
-    // has aged past the reorder window. Returns the number of records read
+    // Waits up to timeout_ms for a wakeup, drains every ring and delivers
+    // what has aged past the reorder window. Returns the number of records read
     // from the rings; an interrupted wait (signal) returns 0.
     Result<int> poll(int timeout_ms);
     // Drains every ring and delivers everything still held, in order. Call at

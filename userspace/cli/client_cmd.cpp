@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <iostream>
+#include <set>
 
 #include "client/connection_table.h"
 #include "client/socket_capture.h"
@@ -81,8 +82,17 @@ int run_client(const ClientArgs &a, const GlobalOptions &g) {
     copts.ring.bytes_per_cpu = a.ring_kib << 10;
     client::CaptureSinks sinks;
     sinks.on_sock = [&](const client::SockRecord &r) { table.on_record(r); };
-    sinks.on_exit = [&](uint32_t pid, uint64_t ts) { table.on_process_exit(pid, ts); };
+    // Processes traced now: the given ones, plus children when following forks.
+    std::set<uint32_t> live(a.pids.begin(), a.pids.end());
+    sinks.on_exit = [&](uint32_t pid, uint64_t ts) {
+        table.on_process_exit(pid, ts);
+        live.erase(pid);
+        if (g.verbose > 0) {
+            std::cerr << "mysqltrace: process " << pid << " exited\n";
+        }
+    };
     sinks.on_fork = [&](uint32_t parent, uint32_t child) {
+        live.insert(child);
         if (g.verbose > 0) {
             std::cerr << "mysqltrace: following fork " << parent << " -> " << child << "\n";
         }
@@ -106,8 +116,12 @@ int run_client(const ClientArgs &a, const GlobalOptions &g) {
     std::cerr << "; Ctrl-C to stop\n";
     trace::LoopOptions lo;
     lo.duration_s = a.duration;
-    if (!a.follow_forks) {
-        lo.targets = a.pids;  // children may outlive them when following forks
+    if (a.follow_forks) {
+        // Children may outlive the processes named: stop when the last
+        // traced process, named or forked, has exited.
+        lo.all_exited = [&] { return live.empty(); };
+    } else {
+        lo.targets = a.pids;
     }
     lo.on_tick = [&] {
         o.flush();

@@ -128,6 +128,9 @@ Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts) {
         if (!polled) {
             return polled.error();
         }
+        if (opts.all_exited && opts.all_exited()) {
+            return StopReason::targets_exited;
+        }
         now = bpf::monotonic_ns();
         if (opts.on_tick && now >= next_tick) {
             opts.on_tick();

@@ -23,6 +23,9 @@ struct LoopOptions {
     std::vector<pid_t> targets;     // stop when all of these have exited
     int tick_ms = 100;              // how often aged records are released
     std::function<void()> on_tick;  // once a second, e.g. live counters with -v
+    // Asked after each batch of records: true ends the trace as
+    // targets_exited (processes followed across forks end this way).
+    std::function<bool()> all_exited;
 };
 
 // "0 records dropped", or with the reasons: ring buffers full, or every

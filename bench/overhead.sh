@@ -43,13 +43,17 @@ start_server() {  # name [--performance-schema]
   (source "$dir/env" && mariadb --no-defaults -S "$MT_SOCKET" -u"$MT_USER" -p"$MT_PASSWORD" \
      -e "CREATE DATABASE sbtest" && sysbench_cmd "$dir" prepare >/dev/null)
 }
+sysbench_args() {  # dir: fills the array sb with the sysbench command line
+  # shellcheck disable=SC1091
+  source "$1/env"
+  sb=(sysbench oltp_point_select --db-driver=mysql --mysql-socket="$MT_SOCKET"
+      --mysql-user="$MT_USER" --mysql-password="$MT_PASSWORD" --mysql-db=sbtest
+      --tables=1 --table-size=10000)
+}
 sysbench_cmd() {  # dir args...
   local dir=$1; shift
-  # shellcheck disable=SC1091
-  source "$dir/env"
-  sysbench oltp_point_select --db-driver=mysql --mysql-socket="$MT_SOCKET" \
-    --mysql-user="$MT_USER" --mysql-password="$MT_PASSWORD" --mysql-db=sbtest \
-    --tables=1 --table-size=10000 "$@"
+  sysbench_args "$dir"
+  "${sb[@]}" "$@"
 }
 qps_of() { sed -n 's/^ *queries: *[0-9]* *(\([0-9.]*\) per sec.)/\1/p' "$1"; }
 wait_ready() {  # stderr-file
@@ -76,13 +80,14 @@ run_one() {  # config round
     client)
       # sysbench waits at a gate until the tracer is attached to its pid.
       mkfifo "$work/gate"
-      (read -r _ <"$work/gate"; exec_sysbench() { sysbench_cmd "$work/plain" "${args[@]}"; }; exec_sysbench) >"$out" &
-      local sb=$!
-      "$mt" client --pid "$sb" --follow-forks --output /dev/null 2>"$err" &
+      sysbench_args "$work/plain"
+      (read -r _ <"$work/gate"; exec "${sb[@]}" "${args[@]}") >"$out" &
+      local sbpid=$!
+      "$mt" client --pid "$sbpid" --output /dev/null 2>"$err" &
       tracer=$!
       wait_ready "$err"
       echo go >"$work/gate"
-      wait "$sb"; rm -f "$work/gate"
+      wait "$sbpid"; rm -f "$work/gate"
       kill -INT "$tracer" 2>/dev/null || true; wait "$tracer" || true; tracer="" ;;
   esac
   echo "$cfg $(qps_of "$out") ${err:+$( [ -f "$err" ] && drops_of "$err")}" >>"$work/results"

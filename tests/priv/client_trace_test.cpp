@@ -46,14 +46,23 @@ class ClientTrace : public ::testing::Test {
                ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".trace";
     }
 
-    std::vector<std::string> c_client(std::vector<std::string> extra = {}) {
-        std::vector<std::string> argv = {
-            testprog("mt_client"), "--socket",   server_->socket_path(), "--user",
-            server_->user(),       "--password", server_->password()};
+    // The libmariadb driver over the unix socket, or over loopback TCP.
+    std::vector<std::string> c_client(const std::vector<std::string> &extra = {}) {
+        return with(extra, {testprog("mt_client"), "--socket", server_->socket_path()});
+    }
+    std::vector<std::string> c_client_tcp(const std::vector<std::string> &extra = {}) {
+        return with(extra, {testprog("mt_client"), "--host", server_->host(), "--port",
+                            std::to_string(server_->port())});
+    }
+    std::vector<std::string> with(const std::vector<std::string> &extra,
+                                  std::vector<std::string> argv) {
+        for (const auto &a : {std::string("--user"), server_->user(), std::string("--password"),
+                              server_->password()}) {
+            argv.push_back(a);
+        }
         argv.insert(argv.end(), extra.begin(), extra.end());
         return argv;
     }
-
     // Runs the steps, checks every answer and the trace against `expected`.
     void check(const std::string &expected, const std::vector<std::string> &client,
                const std::vector<Step> &steps, std::vector<std::string> tracer_args = {}) {
@@ -88,17 +97,7 @@ TEST_F(ClientTrace, CResultSetEmptyResultErrorQuit) {
 }
 
 TEST_F(ClientTrace, CTcpMultiStatements) {
-    std::vector<std::string> argv = {testprog("mt_client"),
-                                     "--host",
-                                     server_->host(),
-                                     "--port",
-                                     std::to_string(server_->port()),
-                                     "--user",
-                                     server_->user(),
-                                     "--password",
-                                     server_->password(),
-                                     "--multi"};
-    check("c_multi", argv,
+    check("c_multi", c_client_tcp({"--multi"}),
           {{"connect", "ok"}, {"query select 1; select 2, 3; do 1", "ok 2 2"}, {"quit", "ok"}});
 }
 
@@ -357,17 +356,7 @@ class ClientTraceTls : public ClientTrace {
 };
 
 TEST_F(ClientTraceTls, CGnutls) {
-    std::vector<std::string> argv = {testprog("mt_client"),
-                                     "--host",
-                                     server_->host(),
-                                     "--port",
-                                     std::to_string(server_->port()),
-                                     "--user",
-                                     server_->user(),
-                                     "--password",
-                                     server_->password(),
-                                     "--ssl"};
-    check("c_tls_gnutls", argv,
+    check("c_tls_gnutls", c_client_tcp({"--ssl"}),
           {{"connect", "ok"},
            {"query select 'secret' as word, @@have_ssl", "ok 1 1"},
            {"query show status like 'Ssl_version'", "ok 1 1"},

@@ -14,18 +14,14 @@ namespace mysqltrace::cli {
 
 namespace {
 
-struct ClientArgs {
+struct ClientArgs : TraceArgs {
     std::vector<pid_t> pids;
-    std::string format = "text";
-    std::string output;
-    double duration = 0;
     uint32_t snaplen = 16384;
     bool dump = false;
     bool show_secrets = false;
     bool follow_forks = false;
     bool no_tls = false;
     bool no_summary = false;
-    uint64_t ring_kib = 4096;
 };
 
 int run_client(const ClientArgs &a, const GlobalOptions &g) {
@@ -135,22 +131,13 @@ int run_client(const ClientArgs &a, const GlobalOptions &g) {
     auto flushed = capture->rings().flush();
     o.flush();
     const auto &ts = table.stats();
-    auto st = capture->rings().stats();
-    std::cerr << "mysqltrace: " << ts.connections << " connections, " << ts.commands
-              << " commands, " << ts.events << " events, " << ts.bytes << " bytes";
+    std::string totals = std::to_string(ts.connections) + " connections, " +
+                         std::to_string(ts.commands) + " commands, " + std::to_string(ts.events) +
+                         " events, " + std::to_string(ts.bytes) + " bytes";
     if (ts.bytes_not_copied > 0) {
-        std::cerr << " (" << ts.bytes_not_copied << " beyond --snaplen)";
+        totals += " (" + std::to_string(ts.bytes_not_copied) + " beyond --snaplen)";
     }
-    std::cerr << ", " << trace::drop_summary(st);
-    if (stop) {
-        std::cerr << "; " << trace::stop_reason_text(*stop);
-    }
-    std::cerr << "\n";
-    if (!stop || !flushed) {
-        std::cerr << "mysqltrace: " << (!stop ? stop.error() : flushed.error()).message << "\n";
-        return kExitFailure;
-    }
-    return kExitOk;
+    return report_end(totals, capture->rings().stats(), stop, flushed);
 }
 
 }  // namespace
@@ -164,12 +151,7 @@ void register_client(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     auto a = std::make_shared<ClientArgs>();
     cmd->add_option("-p,--pid", a->pids, "Process id of a client to trace (repeatable)")
         ->required();
-    cmd->add_option("-f,--format", a->format, "Output format")
-        ->check(CLI::IsMember({"text", "json"}))
-        ->capture_default_str();
-    cmd->add_option("-o,--output", a->output, "Write events here (created 0600) instead of stdout");
-    cmd->add_option("-d,--duration", a->duration, "Stop after this many seconds (default: Ctrl-C)")
-        ->check(CLI::NonNegativeNumber);
+    add_trace_options(cmd, *a, {"text", "json"});
     cmd->add_option("--snaplen", a->snaplen, "Bytes copied per socket syscall (true length kept)")
         ->check(CLI::Range(64, MT_MAX_SNAPLEN))
         ->capture_default_str();
@@ -180,9 +162,6 @@ void register_client(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     cmd->add_flag("--no-tls", a->no_tls,
                   "Do not probe OpenSSL/GnuTLS for the cleartext of encrypted connections");
     cmd->add_flag("--no-summary", a->no_summary, "No per-command summary lines");
-    cmd->add_option("--ring-kib", a->ring_kib, "Ring buffer size per CPU, KiB")
-        ->check(CLI::Range(4, 1 << 20))
-        ->capture_default_str();
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_client(*a, global); }; });
 }
 

@@ -5,7 +5,14 @@
 
 #include <functional>
 
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
+
+#include "bpf/ring_set.h"
+#include "trace/trace_loop.h"
+#include "util/result.h"
 
 namespace mysqltrace::cli {
 
@@ -19,6 +26,22 @@ using RegisterFn = void (*)(CLI::App &app, const GlobalOptions &global, RunFn &r
 void register_doctor(CLI::App &app, const GlobalOptions &global, RunFn &run);
 void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run);
 void register_client(CLI::App &app, const GlobalOptions &global, RunFn &run);
+
+// Options every tracing command takes.
+struct TraceArgs {
+    std::string format = "text";
+    std::string output;
+    double duration = 0;
+    uint64_t ring_kib = 4096;
+};
+
+// Registers --format (one of `formats`), --output, --duration, --ring-kib.
+void add_trace_options(CLI::App *cmd, TraceArgs &args, const std::vector<std::string> &formats);
+
+// Ends a trace on stderr: "mysqltrace: <totals>, <drops>; <why it stopped>",
+// then any error on its own line. Returns the exit code.
+int report_end(const std::string &totals, const bpf::RingStats &stats,
+               const Result<trace::StopReason> &stop, const Result<void> &flushed);
 
 // Exit codes shared by all subcommands.
 inline constexpr int kExitOk = 0;

@@ -14,13 +14,9 @@ namespace mysqltrace::cli {
 
 namespace {
 
-struct ServerArgs {
+struct ServerArgs : TraceArgs {
     pid_t pid = 0;
-    std::string format = "text";
-    std::string output;
-    double duration = 0;
     uint32_t max_sql = 4096;
-    uint64_t ring_kib = 4096;
 };
 
 int run_server(const ServerArgs &a, const GlobalOptions &g) {
@@ -76,26 +72,16 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto stop = trace::run_loop((*tracer)->rings(), lo);
     auto flushed = (*tracer)->rings().flush();
     o.flush();
-    auto st = (*tracer)->rings().stats();
+    std::string totals = std::to_string(commands) + " commands";
     std::string by_command;
     for (const auto &[cmd, n] : per_command) {
         by_command +=
             (by_command.empty() ? " (" : ", ") + mysql::command_name(cmd) + " " + std::to_string(n);
     }
     if (!by_command.empty()) {
-        by_command += ")";
+        totals += by_command + ")";
     }
-    std::cerr << "mysqltrace: " << commands << " commands" << by_command << ", "
-              << trace::drop_summary(st);
-    if (stop) {
-        std::cerr << "; " << trace::stop_reason_text(*stop);
-    }
-    std::cerr << "\n";
-    if (!stop || !flushed) {
-        std::cerr << "mysqltrace: " << (!stop ? stop.error() : flushed.error()).message << "\n";
-        return kExitFailure;
-    }
-    return kExitOk;
+    return report_end(totals, (*tracer)->rings().stats(), stop, flushed);
 }
 
 }  // namespace
@@ -107,17 +93,9 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
         "connection id and statement text. No restart, no performance_schema.");
     auto a = std::make_shared<ServerArgs>();
     cmd->add_option("-p,--pid", a->pid, "Process id of the mariadbd to trace")->required();
-    cmd->add_option("-f,--format", a->format, "Output format")
-        ->check(CLI::IsMember({"text", "json"}))
-        ->capture_default_str();
-    cmd->add_option("-o,--output", a->output, "Write events here (created 0600) instead of stdout");
-    cmd->add_option("-d,--duration", a->duration, "Stop after this many seconds (default: Ctrl-C)")
-        ->check(CLI::NonNegativeNumber);
+    add_trace_options(cmd, *a, {"text", "json"});
     cmd->add_option("--max-sql", a->max_sql, "Bytes of statement text kept per command")
         ->check(CLI::Range(0, 65536))
-        ->capture_default_str();
-    cmd->add_option("--ring-kib", a->ring_kib, "Ring buffer size per CPU, KiB")
-        ->check(CLI::Range(4, 1 << 20))
         ->capture_default_str();
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_server(*a, global); }; });
 }

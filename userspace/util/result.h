@@ -42,7 +42,9 @@ class [[nodiscard]] Result {
         return std::get<0>(v_);
     }
     T *operator->() { return &value(); }
+    const T *operator->() const { return &value(); }
     T &operator*() { return value(); }
+    const T &operator*() const { return value(); }
 
     const Error &error() const {
         assert(!ok());

@@ -40,8 +40,12 @@ uint64_t replay(const Session &s, bool render, std::string *sink) {
     for (const auto &r : s.records) {
         ts += 1000;
         switch (r.kind) {
-            case fixture::FixtureRecord::Kind::connect: t.on_connect(ts, 1, 1); break;
-            case fixture::FixtureRecord::Kind::close: t.on_close(ts, 1, 1); break;
+            case fixture::FixtureRecord::Kind::connect:
+                t.on_connect(ts, 1, 1);
+                break;
+            case fixture::FixtureRecord::Kind::close:
+                t.on_close(ts, 1, 1);
+                break;
             case fixture::FixtureRecord::Kind::data:
                 t.feed(r.dir, r.src, r.bytes.data(), r.bytes.size(), r.bytes.size() + r.missing, ts,
                        1, 1);
@@ -74,8 +78,10 @@ int main(int argc, char **argv) {
     for (const auto &s : sessions) {
         total_bytes += s.bytes;
     }
-    std::printf("| decoder (one core, %zu recorded sessions, %llu wire bytes per pass) | MB/s | events/s |\n",
-                sessions.size(), static_cast<unsigned long long>(total_bytes));
+    std::printf(
+        "| decoder (one core, %zu recorded sessions, %llu wire bytes per pass) | MB/s | events/s "
+        "|\n",
+        sessions.size(), static_cast<unsigned long long>(total_bytes));
     std::printf("|---|---|---|\n");
     std::string sink;
     for (bool render : {false, true}) {
@@ -90,7 +96,8 @@ int main(int argc, char **argv) {
             elapsed = std::chrono::duration<double>(Clock::now() - start).count();
         } while (elapsed < seconds);
         std::printf("| %s | %.1f | %.0f |\n", render ? "decode + render text" : "decode only",
-                    static_cast<double>(bytes) / elapsed / 1e6, static_cast<double>(events) / elapsed);
+                    static_cast<double>(bytes) / elapsed / 1e6,
+                    static_cast<double>(events) / elapsed);
     }
     return 0;
 }

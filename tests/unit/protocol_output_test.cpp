@@ -61,6 +61,51 @@ TEST(ProtocolText, ControlCharactersAreEscaped) {
               "    QUERY: SELECT 1\\n  FROM dual\\t-- x\\x01\n");
 }
 
+TEST(ProtocolText, LongValuesAreCutWithTheirTrueLength) {
+    EXPECT_EQ(cut_text("abcdef", 10), "abcdef");
+    EXPECT_EQ(cut_text("abcdef", 4), "abcd... (6 bytes)");
+    // Only the start of a longer value: say so even when it fits.
+    EXPECT_EQ(cut_text("abc", 10, 41), "abc... (41 bytes)");
+    EXPECT_EQ(cut_text("abc", 10, 3), "abc");
+    // Never inside a UTF-8 sequence; escaping applies to what is kept.
+    EXPECT_EQ(cut_text("ab\xc3\xa9"
+                       "cd",
+                       3),
+              "ab... (6 bytes)");
+    EXPECT_EQ(cut_text("a\nbcdef", 3), "a\\nb... (7 bytes)");
+
+    // A statement cut by the capture: the SQL in its detail line is cut at
+    // a fixed length whatever was captured, and its true length is said.
+    ProtocolEvent ev;
+    ev.conn = 1;
+    ev.stage = Stage::ready_for_command;
+    ev.event = TraceEvent::send_command;
+    ev.sql = "select '" + std::string(3000, 'x');
+    ev.sql_bytes = 17825809;
+    ev.details = {"QUERY: " + *ev.sql,
+                  "statement cut by the capture; its length is 17825809 bytes"};
+    const std::string want =
+        "mysqltrace: 1: stage: READY_FOR_COMMAND, event: SEND_COMMAND\n"
+        "    QUERY: select '" +
+        std::string(1016, 'x') +
+        "... (17825809 bytes)\n"
+        "    statement cut by the capture; its length is 17825809 bytes\n";
+    EXPECT_EQ(render_protocol_text(ev), want);
+    // Less captured, same text.
+    ev.sql->resize(1500);
+    ev.details[0] = "QUERY: " + *ev.sql;
+    EXPECT_EQ(render_protocol_text(ev), want);
+    // Other long detail lines are cut as a whole.
+    ProtocolTextOptions o;
+    o.max_value_chars = 8;
+    ev.sql.reset();
+    ev.sql_bytes.reset();
+    ev.details = {"Statement: select 1 from dual"};
+    EXPECT_EQ(render_protocol_text(ev, o),
+              "mysqltrace: 1: stage: READY_FOR_COMMAND, event: SEND_COMMAND\n"
+              "    Statemen... (29 bytes)\n");
+}
+
 TEST(ProtocolText, HexDumpOfPackets) {
     ProtocolEvent ev;
     ev.conn = 3;
@@ -110,6 +155,15 @@ TEST(ProtocolText, CommandSummaryLine) {
     EXPECT_EQ(render_command_summary_text(s),
               "mysqltrace: 12: summary: COM_QUERY -> ERR 1146 (no); rows: 0; bytes sent: 20; "
               "bytes received: 188; server wait: 900 ns; total: 25.000 ms; SQL: SELECT * FROM t\n");
+    // A statement of which only the start was captured.
+    s.sql = "SELECT '" + std::string(2000, 'x');
+    s.sql_bytes = 40000;
+    ProtocolTextOptions o;
+    o.max_value_chars = 10;
+    EXPECT_EQ(render_command_summary_text(s, o),
+              "mysqltrace: 12: summary: COM_QUERY -> ERR 1146 (no); rows: 0; bytes sent: 20; "
+              "bytes received: 188; server wait: 900 ns; total: 25.000 ms; SQL: SELECT 'xx... "
+              "(40000 bytes)\n");
 }
 
 TEST(ProtocolJson, EventKeys) {
@@ -154,7 +208,14 @@ TEST(ProtocolJson, MinimalEventAndDump) {
     o.dump = true;
     auto j = protocol_event_json(ev, o);
     EXPECT_EQ(j["sql"], "SELECT 1");
+    EXPECT_FALSE(j.contains("sql_bytes"));
     EXPECT_EQ(j["packet_hex"], "0353");
+    // JSON keeps all that was captured of a cut statement, and its length.
+    ev.sql = "SELECT '" + std::string(5000, 'x');
+    ev.sql_bytes = 17825809;
+    j = protocol_event_json(ev, o);
+    EXPECT_EQ(j["sql"], *ev.sql);
+    EXPECT_EQ(j["sql_bytes"], 17825809);
 }
 
 TEST(ProtocolJson, InvalidUtf8IsReplacedNotFatal) {
@@ -188,6 +249,10 @@ TEST(ProtocolJson, CommandSummaryKeys) {
         "ts_start_ns":10,"ts_end_ns":141010,"command":"COM_STMT_EXECUTE","sql":"SELECT ?",
         "statement_id":7,"result":"ROWS","rows":1,"result_sets":1,"bytes_sent":22,
         "bytes_received":33,"server_wait_ns":141000,"duration_ns":141000})"));
+    s.sql_bytes = 90000;
+    j = nlohmann::json::parse(render_command_summary_json(s));
+    EXPECT_EQ(j["sql"], "SELECT ?");
+    EXPECT_EQ(j["sql_bytes"], 90000);
 }
 
 // A recorded session rendered end to end: every event is one line plus its

@@ -218,6 +218,43 @@ TEST(PacketStream, GapInsideContinuationChainReportsUnknownLength) {
     EXPECT_FALSE(ps[0].length_known);
     EXPECT_TRUE(ps[0].gap);
     EXPECT_FALSE(s.synced());
+    // Framing stopped at the continuation's header; what follows is counted.
+    EXPECT_EQ(s.lost_at(), 4 + kMax);
+    EXPECT_EQ(ps[0].wire_bytes, 4 + kMax);
+    s.feed(first.data(), 10, 5000, 2);
+    EXPECT_EQ(s.offset(), first.size() + 100 + 5000);
+    EXPECT_TRUE(drain(s).empty());
+}
+
+TEST(PacketStream, LostAtIsWhereTheSwallowedHeaderBegan) {
+    Bytes a = packet(0, text("0123456789"));  // 14 bytes
+    Bytes b = packet(1, text("abcdef"));      // 10 bytes
+    Bytes both = cat({a, b});
+    {
+        // The gap covers the end of a and the whole header of b.
+        PacketStream s;
+        feed(s, Bytes(3, 0));  // an earlier packet's worth of offset: 3 bytes
+        s.resync();
+        EXPECT_FALSE(s.lost_at());
+        s.feed(both.data(), 8, both.size(), 1);
+        auto ps = drain(s);
+        ASSERT_EQ(ps.size(), 1u);
+        EXPECT_EQ(ps[0].length, 10u);
+        EXPECT_FALSE(s.synced());
+        EXPECT_EQ(s.lost_at(), 3 + a.size());
+    }
+    {
+        // Two bytes of b's header were copied, then the gap.
+        PacketStream s;
+        s.feed(both.data(), a.size() + 2, both.size(), 1);
+        auto ps = drain(s);
+        ASSERT_EQ(ps.size(), 1u);
+        EXPECT_FALSE(s.synced());
+        EXPECT_EQ(s.lost_at(), a.size());
+        EXPECT_EQ(s.stats().skipped_bytes, b.size());
+        s.resync();
+        EXPECT_FALSE(s.lost_at());
+    }
 }
 
 TEST(PacketStream, DecompressesFramesHoldingSeveralPackets) {

@@ -5,9 +5,11 @@
 // capture gaps, attaching mid-stream.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "output/protocol_text.h"
 #include "protocol/constants.h"
 #include "protocol/wl6226.h"
 #include "unit/protocol_fixture.h"
@@ -727,13 +729,29 @@ TEST(Wl6226, GapInAResultLosesOnlyThatCommand) {
     ASSERT_NE(partial, nullptr);
     EXPECT_TRUE(partial->truncated);
     EXPECT_EQ(partial->bytes, 35u);
-    // The command whose reply was lost ends as incomplete; the next resyncs.
+    // The command whose reply was lost ends as incomplete when the client
+    // moves on; only the server direction was lost, and it picks up at the
+    // next reply.
     EXPECT_EQ(outcomes(c)[1], (Outcome{"COM_QUERY", INCOMPLETE, 0}));
     EXPECT_EQ(outcomes(c)[2], (Outcome{"COM_QUERY", ROWS, 0}));
+    // Every byte of the lost reply is still counted.
+    EXPECT_EQ(c.summaries[1].bytes_received, full.summaries[1].bytes_received);
     auto cmds = c.of(TraceEvent::send_command);
-    EXPECT_EQ(cmds[2]->details.at(0).rfind("resynchronised at this command after losing track", 0),
-              0u);
+    // What was framed: the column count and the two definitions, one cut.
+    uint64_t framed = 0;
+    for (const auto &e : c.events) {
+        if (e.event == TraceEvent::packet_received && e.command_name == "COM_QUERY" &&
+            e.ts_ns >= cmds[1]->ts_ns && e.ts_ns < cmds[2]->ts_ns) {
+            framed += 4 + e.bytes.value_or(0);
+        }
+    }
+    EXPECT_EQ(framed, 5u + 36 + 39);
+    const uint64_t skipped = full.summaries[1].bytes_received - framed;
+    EXPECT_EQ(cmds[2]->details.at(0),
+              "the capture lost the framing of the reply to COM_QUERY after 0 rows; " +
+                  std::to_string(skipped) + " bytes of it were skipped");
     EXPECT_EQ(stats.sync_losses, 1u);
+    EXPECT_EQ(stats.resyncs, 0u);
     EXPECT_EQ(stats.gap_bytes, r.missing);
 }
 
@@ -750,8 +768,12 @@ TEST(Wl6226, GapInACommandKeepsItsStart) {
     EXPECT_EQ(cmds[1]->sql, "SELECT ");
     EXPECT_TRUE(cmds[1]->truncated);
     EXPECT_EQ(cmds[1]->bytes, 42u);
+    // How much was kept depends on the capture's chunking: not said. The
+    // statement's length does not.
     EXPECT_EQ(cmds[1]->details,
-              (Seq{"QUERY: SELECT ", "statement cut by the capture: 7 of 41 bytes kept"}));
+              (Seq{"QUERY: SELECT ", "statement cut by the capture; its length is 41 bytes"}));
+    EXPECT_EQ(cmds[1]->sql_bytes, 41u);
+    EXPECT_EQ(c.summaries[1].sql_bytes, 41u);
     EXPECT_EQ(outcomes(c), outcomes(full));
 }
 
@@ -1010,6 +1032,360 @@ TEST(Wl6226, ProgressReportDoesNotEndTheCommand) {
     ASSERT_EQ(s.c.summaries.size(), 1u);
     EXPECT_EQ(s.c.summaries[0].result, OK);
     EXPECT_EQ(s.c.summaries[0].affected_rows, 3u);
+}
+
+// --- a header lost in one direction costs only that direction ---------------
+//
+// The kernel capture copies at most --snaplen bytes of each send()/recv() and
+// reports the true length. How the kernel splits a 17 MiB write decides
+// whether the header of a packet's continuation falls in a copied prefix or
+// in a gap; the trace must not depend on it.
+
+constexpr size_t kSnap = 16384;
+
+// One logical packet: physical packets of 0xFFFFFF bytes and a shorter last one.
+Vec logical_packet(uint8_t seq, const Vec &payload) {
+    Vec out;
+    out.reserve(payload.size() + 4 * (payload.size() / 0xFFFFFF + 1));
+    size_t off = 0;
+    while (true) {
+        size_t n = std::min<size_t>(payload.size() - off, 0xFFFFFF);
+        out.push_back(static_cast<uint8_t>(n));
+        out.push_back(static_cast<uint8_t>(n >> 8));
+        out.push_back(static_cast<uint8_t>(n >> 16));
+        out.push_back(seq++);
+        out.insert(out.end(), payload.begin() + static_cast<ptrdiff_t>(off),
+                   payload.begin() + static_cast<ptrdiff_t>(off + n));
+        off += n;
+        if (n < 0xFFFFFF) {
+            return out;
+        }
+    }
+}
+
+// Feeds b as syscalls of the given sizes (repeated as needed), each copied up
+// to kSnap bytes.
+void feed_snapped(LoggedIn &s, Direction d, const Vec &b, const std::vector<size_t> &writes) {
+    size_t off = 0;
+    for (size_t i = 0; off < b.size(); ++i) {
+        size_t n = std::min(writes[i % writes.size()], b.size() - off);
+        s.t.feed(d, Source::socket, b.data() + off, std::min(n, kSnap), n, s.ts += 1000, 7, 8);
+        off += n;
+    }
+}
+
+// Whether the 4 bytes at `at` are all copied when fed as feed_snapped does.
+bool header_copied(size_t at, const std::vector<size_t> &writes, size_t total) {
+    size_t off = 0;
+    for (size_t i = 0; off < total; ++i) {
+        size_t n = std::min(writes[i % writes.size()], total - off);
+        for (size_t b = at; b < at + 4; ++b) {
+            if (b >= off && b < off + n && b - off >= kSnap) {
+                return false;
+            }
+        }
+        off += n;
+    }
+    return true;
+}
+
+// Text of everything a session emitted, with the times that chunking moves
+// taken out.
+std::string rendered(const Collector &c) {
+    std::string out;
+    for (const auto &e : c.events) {
+        out += output::render_protocol_text(e);
+    }
+    for (CommandSummary s : c.summaries) {
+        s.ts_start_ns = s.ts_end_ns = s.server_wait_ns = 0;
+        out += output::render_command_summary_text(s);
+    }
+    return out;
+}
+
+Vec column_def(const std::string &name, uint8_t type) {
+    Vec def = {3, 'd', 'e', 'f', 0, 0, 0};
+    def.push_back(static_cast<uint8_t>(name.size()));
+    fixture::append(def, name);
+    // org_name, MariaDB's extended type info (empty), then the fixed part.
+    Vec rest = {0, 0, 0x0C, 0x3F, 0x00, 21, 0, 0, 0, type, 0, 0, 0, 0, 0};
+    fixture::append(def, rest);
+    return def;
+}
+
+Vec text_row(const std::string &value) {
+    Vec row = {static_cast<uint8_t>(value.size())};
+    fixture::append(row, value);
+    return row;
+}
+
+const Vec kEof = {0xFE, 0, 0, 0x02, 0};
+const Vec kOk = {0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00};
+
+// Writes seen in practice (212992, 131072, 4096: the kernel and libmysql's
+// net buffer) and ones that put the continuation header of a 17 MiB packet
+// at every kind of place: in a gap, at a write's start, astride a write
+// boundary, half copied and half in a gap.
+const std::vector<std::vector<size_t>> kWritePatterns = {
+    {212992},
+    {131072},
+    {4096, 212992},
+    {65536},
+    {212992, 131072, 4096},
+    {1 << 20},
+    {100000},
+    {16385},
+    {4, 16777215, 1 << 20},          // the header starts a write
+    {16777221, 1 << 20},             // 2 header bytes in a gap, 2 copied
+    {16760837, 100000, 1 << 20},     // 2 header bytes copied, 2 in a gap
+    {16777219 - 100, 102, 1 << 20},  // copied in a small write
+    {4096, 4096, 4096, 300000, 131072},
+};
+
+TEST(Wl6226, HugeStatementTraceDoesNotDependOnWhereTheCaptureCutIt) {
+    const std::string sql = "select length('" + std::string(17825792, 'x') + "')";
+    Vec payload = {com::query};
+    fixture::append(payload, sql);
+    const Vec wire = logical_packet(0, payload);
+    ASSERT_EQ(wire.size(), 17825818u);
+    const size_t continuation = 4 + 0xFFFFFF;
+
+    std::string first;
+    bool some_lost = false;
+    bool some_kept = false;
+    for (const auto &writes : kWritePatterns) {
+        SCOPED_TRACE(::testing::PrintToString(writes));
+        const bool lost = !header_copied(continuation, writes, wire.size());
+        (lost ? some_lost : some_kept) = true;
+        LoggedIn s;
+        feed_snapped(s, Direction::client_to_server, wire, writes);
+        s.server(packet(1, {0x01}));
+        s.server(packet(2, column_def("length", field_type::longlong)));
+        s.server(packet(3, kEof));
+        s.server(packet(4, text_row("17825792")));
+        s.server(packet(5, kEof));
+        s.client(packet(0, {com::quit}));
+        s.t.on_close(s.ts += 1000, 7, 8);
+
+        EXPECT_EQ(s.c.sequence(), command() + result_set(1, 1) + quit());
+        auto cmd = s.c.of(TraceEvent::send_command);
+        ASSERT_EQ(cmd.size(), 2u);
+        EXPECT_EQ(cmd[0]->bytes, payload.size());
+        EXPECT_TRUE(cmd[0]->truncated);
+        EXPECT_EQ(cmd[0]->sql_bytes, sql.size());
+        EXPECT_EQ(cmd[0]->details.at(1),
+                  "statement cut by the capture; its length is 17825809 bytes");
+        EXPECT_EQ(s.c.events[1].details, Seq{"packet sent: 17825810 bytes"});
+        EXPECT_NE(find_event(s.c, TraceEvent::packet_received, "Row: 17825792"), nullptr);
+        ASSERT_EQ(s.c.summaries.size(), 2u);
+        EXPECT_EQ(outcomes(s.c)[0], (Outcome{"COM_QUERY", ROWS, 1}));
+        EXPECT_EQ(s.c.summaries[0].bytes_sent, wire.size());
+        EXPECT_EQ(s.c.summaries[0].sql_bytes, sql.size());
+        EXPECT_EQ(outcomes(s.c)[1], (Outcome{"COM_QUIT", NONE, 0}));
+        EXPECT_EQ(s.t.stats().sync_losses, lost ? 1u : 0u);
+        EXPECT_EQ(s.t.stats().resyncs, 0u);
+        // The whole trace, as text, is the same whatever the chunking.
+        std::string text = rendered(s.c);
+        if (first.empty()) {
+            first = text;
+            EXPECT_NE(text.find("    QUERY: select length('" + std::string(1009, 'x') +
+                                "... (17825809 bytes)\n"),
+                      std::string::npos);
+        }
+        EXPECT_EQ(text, first);
+    }
+    EXPECT_TRUE(some_lost);
+    EXPECT_TRUE(some_kept);
+}
+
+TEST(Wl6226, HugeStatementCutThenClosedSaysOnlyWhatIsKnown) {
+    // No reply, no next command: nothing shows the upload was over, so its
+    // length is not derived from what was written.
+    Vec payload = {com::query};
+    payload.resize(1 + (17u << 20), 'x');
+    const Vec wire = logical_packet(0, payload);
+    LoggedIn s;
+    feed_snapped(s, Direction::client_to_server, wire, {212992});
+    EXPECT_TRUE(s.c.events.empty());
+    s.t.on_close(s.ts += 1000, 7, 8);
+    EXPECT_EQ(s.c.sequence(), command() + ev("WAIT_FOR_RESULT", "DISCONNECTED"));
+    auto cmd = s.c.of(TraceEvent::send_command);
+    ASSERT_EQ(cmd.size(), 1u);
+    EXPECT_EQ(cmd[0]->details.at(1),
+              "statement cut by the capture; its length is unknown (at least 16777214 bytes)");
+    EXPECT_FALSE(cmd[0]->sql_bytes);
+    EXPECT_EQ(s.c.events[1].details,
+              Seq{"packet sent: at least 16777215 bytes (the capture lost where it ends)"});
+    ASSERT_EQ(s.c.summaries.size(), 1u);
+    EXPECT_EQ(s.c.summaries[0].result, INCOMPLETE);
+    EXPECT_EQ(s.c.summaries[0].bytes_sent, wire.size());
+}
+
+TEST(Wl6226, LostHeaderInLongDataEndsAtTheNextCommand) {
+    // COM_STMT_SEND_LONG_DATA has no reply: the next command ends it. Three
+    // physical packets, of which the capture sees the first header only.
+    Vec payload = {com::stmt_send_long_data, 1, 0, 0, 0, 0, 0};
+    payload.resize(7 + (33u << 20), 'd');
+    const Vec wire = logical_packet(0, payload);
+    const Vec execute = packet(0, {com::stmt_execute, 1, 0, 0, 0, 0, 1, 0, 0, 0});
+    std::string first;
+    for (const auto &writes : {std::vector<size_t>{212992}, std::vector<size_t>{131072}}) {
+        LoggedIn s;
+        feed_snapped(s, Direction::client_to_server, wire, writes);
+        s.client(execute);
+        s.server(packet(1, kOk));
+        EXPECT_EQ(s.c.sequence(), command() + command() + rx("WAIT_FOR_RESULT"));
+        auto cmd = s.c.of(TraceEvent::send_command);
+        ASSERT_EQ(cmd.size(), 2u);
+        EXPECT_EQ(cmd[0]->details, Seq{"STMT_SEND_LONG_DATA: 1, parameter 0, 34603008 bytes"});
+        EXPECT_EQ(cmd[0]->bytes, payload.size());
+        EXPECT_EQ(outcomes(s.c), (std::vector<Outcome>{{"COM_STMT_SEND_LONG_DATA", NONE, 0},
+                                                       {"COM_STMT_EXECUTE", OK, 0}}));
+        EXPECT_EQ(s.c.summaries[0].bytes_sent, wire.size());
+        std::string text = rendered(s.c);
+        if (first.empty()) {
+            first = text;
+        }
+        EXPECT_EQ(text, first);
+    }
+}
+
+TEST(Wl6226, LostHeaderInLocalInfileDataEndsAtTheReply) {
+    const std::string sql = "LOAD DATA LOCAL INFILE 'f.csv' INTO TABLE t";
+    Vec q = {com::query};
+    fixture::append(q, sql);
+    Vec request = {0xFB};
+    fixture::append(request, std::string("f.csv"));
+    Vec data;
+    for (uint8_t seq = 2; seq < 5; ++seq) {
+        fixture::append(data, packet(seq, Vec(100000, 'a')));
+    }
+    const Vec done = packet(5, {});
+    auto session = [&](bool snapped) {
+        auto s = std::make_unique<LoggedIn>();
+        s->client(packet(0, q));
+        s->server(packet(1, request));
+        if (snapped) {
+            // One write: the second packet's header falls in the gap.
+            feed_snapped(*s, Direction::client_to_server, data, {data.size()});
+        } else {
+            s->client(data);
+        }
+        s->client(done);
+        s->server(packet(6, {0x00, 0x03, 0x00, 0x02, 0x00, 0x00, 0x00}));
+        s->client(packet(0, {com::quit}));
+        s->t.on_close(s->ts += 1000, 7, 8);
+        return s;
+    };
+    auto full = session(false);
+    auto cut = session(true);
+    Seq file = ev("FILE_REQUEST", "SEND_FILE") + ev("FILE_REQUEST", "PACKET_SENT");
+    EXPECT_EQ(full->c.sequence(), command() + rx("WAIT_FOR_RESULT") + file + file + file + file +
+                                      rx("WAIT_FOR_RESULT") + quit());
+    // The first packet, then what followed the lost header as one upload.
+    EXPECT_EQ(cut->c.sequence(),
+              command() + rx("WAIT_FOR_RESULT") + file + file + rx("WAIT_FOR_RESULT") + quit());
+    auto files = cut->c.of(TraceEvent::send_file);
+    ASSERT_EQ(files.size(), 2u);
+    EXPECT_EQ(files[0]->bytes, 100000u);
+    EXPECT_TRUE(files[0]->truncated);
+    EXPECT_EQ(files[1]->details,
+              Seq{"file data whose packet framing the capture lost: 200012 bytes, packet headers "
+                  "included"});
+    const ProtocolEvent *end = find_event(cut->c, TraceEvent::packet_sent, "File transfer done");
+    ASSERT_NE(end, nullptr);
+    EXPECT_EQ(end->details.at(0), "data sent: 200012 bytes");
+    // The command's outcome and byte counts are those of the full capture.
+    EXPECT_EQ(outcomes(cut->c), outcomes(full->c));
+    EXPECT_EQ(outcomes(cut->c)[0], (Outcome{"COM_QUERY", OK, 0}));
+    EXPECT_EQ(cut->c.summaries[0].bytes_sent, full->c.summaries[0].bytes_sent);
+    EXPECT_EQ(cut->c.summaries[0].affected_rows, 3u);
+    EXPECT_EQ(cut->t.stats().sync_losses, 1u);
+}
+
+TEST(Wl6226, LostHeaderInAHugeRowCostsOnlyTheRestOfThatReply) {
+    // A row of 17 MiB: the header of its continuation falls in a gap. The
+    // client's next command shows where the reply ended.
+    const uint64_t value = 17u << 20;
+    Vec row = {0xFE};
+    for (int i = 0; i < 8; ++i) {
+        row.push_back(static_cast<uint8_t>(value >> (8 * i)));
+    }
+    row.resize(9 + value, 'v');
+    Vec reply = packet(1, {0x01});
+    fixture::append(reply, packet(2, column_def("big", field_type::long_blob)));
+    fixture::append(reply, packet(3, kEof));
+    Vec row_wire = logical_packet(4, row);
+    fixture::append(reply, row_wire);
+    fixture::append(reply, packet(6, kEof));
+    Vec q = {com::query};
+    fixture::append(q, std::string("SELECT big FROM t"));
+    Vec q2 = {com::query};
+    fixture::append(q2, std::string("SELECT 1"));
+    auto session = [&](bool snapped) {
+        auto s = std::make_unique<LoggedIn>();
+        s->client(packet(0, q));
+        if (snapped) {
+            feed_snapped(*s, Direction::server_to_client, reply, {212992});
+        } else {
+            s->server(reply, 1 << 20);
+        }
+        s->client(packet(0, q2));
+        s->server(packet(1, {0x01}));
+        s->server(packet(2, column_def("1", field_type::longlong)));
+        s->server(packet(3, kEof));
+        s->server(packet(4, text_row("1")));
+        s->server(packet(5, kEof));
+        return s;
+    };
+    auto full = session(false);
+    auto cut = session(true);
+    EXPECT_EQ(full->c.sequence(), command() + result_set(1, 1) + command() + result_set(1, 1));
+    // Column count, definition, EOF, the row as far as it was framed; then
+    // the next command and its whole reply.
+    EXPECT_EQ(cut->c.sequence(), command() + rx("WAIT_FOR_RESULT") + rx("WAIT_FOR_FIELD_DEF", 2) +
+                                     rx("WAIT_FOR_ROW") + command() + result_set(1, 1));
+    const ProtocolEvent *partial =
+        find_event(cut->c, TraceEvent::packet_received, "Received next row (cut by the capture)");
+    ASSERT_NE(partial, nullptr);
+    EXPECT_TRUE(partial->truncated);
+    EXPECT_EQ(outcomes(cut->c),
+              (std::vector<Outcome>{{"COM_QUERY", INCOMPLETE, 1}, {"COM_QUERY", ROWS, 1}}));
+    // Every byte of the lost reply is counted, and the note says how many
+    // were not decoded.
+    EXPECT_EQ(cut->c.summaries[0].bytes_received, full->c.summaries[0].bytes_received);
+    const uint64_t skipped = row_wire.size() - (4 + 0xFFFFFF) + 9;
+    auto cmds = cut->c.of(TraceEvent::send_command);
+    ASSERT_EQ(cmds.size(), 2u);
+    EXPECT_EQ(cmds[1]->details, (Seq{"the capture lost the framing of the reply to COM_QUERY after "
+                                     "1 rows; " +
+                                         std::to_string(skipped) + " bytes of it were skipped",
+                                     "QUERY: SELECT 1"}));
+    EXPECT_NE(find_event(cut->c, TraceEvent::packet_received, "Row: 1"), nullptr);
+    EXPECT_EQ(cut->c.summaries[1].bytes_received, full->c.summaries[1].bytes_received);
+    EXPECT_EQ(cut->t.stats().sync_losses, 1u);
+    EXPECT_TRUE(cut->t.synced());
+}
+
+TEST(Wl6226, LostHeaderBetweenCommandsStillLosesTheConnection) {
+    // Outside an upload nothing says where the client's stream picks up,
+    // nor what the server is answering: both directions wait for the next
+    // command, as before.
+    LoggedIn s;
+    Vec q = {com::query};
+    fixture::append(q, std::string("SELECT 1"));
+    Vec two = packet(0, q);
+    fixture::append(two, packet(0, q));
+    s.t.feed(Direction::client_to_server, Source::socket, two.data(), 5, two.size(), s.ts += 1000,
+             7, 8);
+    EXPECT_FALSE(s.t.synced());
+    s.client(packet(0, q));
+    auto cmds = s.c.of(TraceEvent::send_command);
+    ASSERT_EQ(cmds.size(), 2u);
+    EXPECT_EQ(cmds[1]->details.at(0).rfind("resynchronised at this command after losing track", 0),
+              0u);
+    EXPECT_EQ(outcomes(s.c).at(0), (Outcome{"COM_QUERY", INCOMPLETE, 0}));
+    EXPECT_EQ(s.t.stats().resyncs, 1u);
 }
 
 }  // namespace

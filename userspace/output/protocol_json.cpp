@@ -50,6 +50,7 @@ json protocol_event_json(const ProtocolEvent &ev, const ProtocolJsonOptions &opt
     j["event"] = protocol::event_name(ev.event);
     put(j, "command", ev.command_name);
     put(j, "sql", ev.sql);
+    put(j, "sql_bytes", ev.sql_bytes);
     put(j, "statement_id", ev.statement_id);
     put(j, "bytes", ev.bytes);
     put(j, "seq", ev.seq);
@@ -95,6 +96,7 @@ json command_summary_json(const CommandSummary &s) {
     j["ts_end_ns"] = s.ts_end_ns;
     j["command"] = s.command_name;
     put(j, "sql", s.sql);
+    put(j, "sql_bytes", s.sql_bytes);
     put(j, "statement_id", s.statement_id);
     j["result"] = protocol::command_result_name(s.result);
     j["rows"] = s.rows;

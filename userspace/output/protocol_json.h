@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // JSON rendering of client protocol events: one object per line.
 // Events: "kind":"protocol" with conn, pid, tid, ts_ns, stage, event, and
-// where they apply command, sql, statement_id, bytes, seq, truncated,
+// where they apply command, sql, sql_bytes, statement_id, bytes, seq, truncated,
 // error_code, sqlstate, error_message, affected_rows, last_insert_id,
 // warnings, status_flags, column_count, row_count, auth_plugin, user,
 // database, server_version, server_connection_id, details, and packet_hex
 // (with dump) or packet_redacted.
 // Command summaries: "kind":"protocol_command" with conn, pid, tid,
-// ts_start_ns, ts_end_ns, command, sql, statement_id, result, rows,
+// ts_start_ns, ts_end_ns, command, sql, sql_bytes, statement_id, result, rows,
 // result_sets, affected_rows, error_code, error_message, bytes_sent,
 // bytes_received, server_wait_ns, duration_ns.
+// sql is what the capture kept of the statement; sql_bytes, present only
+// when that is not all of it, is the statement's true length.
 // Bytes that are not valid UTF-8 (binary values, cut strings) are replaced
 // by U+FFFD rather than failing the line.
 #pragma once

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "output/protocol_text.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace mysqltrace::output {
@@ -66,6 +67,18 @@ std::string escape_text(std::string_view s) {
     return out;
 }
 
+std::string cut_text(std::string_view s, size_t max, std::optional<uint64_t> true_len) {
+    const uint64_t len = std::max<uint64_t>(true_len.value_or(0), s.size());
+    if (s.size() <= max && len == s.size()) {
+        return escape_text(s);
+    }
+    size_t keep = std::min(s.size(), max);
+    while (keep > 0 && keep < s.size() && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) {
+        --keep;
+    }
+    return escape_text(s.substr(0, keep)) + "... (" + std::to_string(len) + " bytes)";
+}
+
 std::string hex_dump(std::span<const uint8_t> bytes, const std::string &indent) {
     std::string out;
     for (size_t row = 0; row < bytes.size(); row += 16) {
@@ -97,8 +110,17 @@ std::string render_protocol_text(const ProtocolEvent &ev, const ProtocolTextOpti
     out += ", event: ";
     out += protocol::event_name(ev.event);
     out += '\n';
+    bool sql_done = false;
     for (const auto &d : ev.details) {
-        out += "    " + escape_text(d) + "\n";
+        std::string_view line = d;
+        if (!sql_done && ev.sql && !ev.sql->empty() && line.size() >= ev.sql->size() + 2 &&
+            line.ends_with(*ev.sql) && line.substr(line.size() - ev.sql->size() - 2, 2) == ": ") {
+            sql_done = true;
+            out += "    " + escape_text(line.substr(0, line.size() - ev.sql->size())) +
+                   cut_text(*ev.sql, options.max_value_chars, ev.sql_bytes) + "\n";
+            continue;
+        }
+        out += "    " + cut_text(line, options.max_value_chars) + "\n";
     }
     if (options.dump && ev.bytes) {
         if (ev.packet_redacted) {
@@ -137,7 +159,7 @@ std::string render_command_summary_text(const CommandSummary &s,
     out += "; server wait: " + duration(s.server_wait_ns);
     out += "; total: " + duration(s.ts_end_ns - s.ts_start_ns);
     if (s.sql) {
-        out += "; SQL: " + escape_text(*s.sql);
+        out += "; SQL: " + cut_text(*s.sql, options.max_value_chars, s.sql_bytes);
     }
     out += '\n';
     return out;

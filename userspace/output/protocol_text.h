@@ -5,9 +5,17 @@
 // then the event's detail lines indented by four spaces, then (with dump) a
 // hex dump of the packet. Control characters in SQL, messages and values are
 // escaped so an event never spills into lines of its own.
+//
+// Long values are cut to max_value_chars bytes followed by "... (N bytes)"
+// with the value's true length: a 17 MiB statement takes one readable line,
+// and how much of it the capture happened to copy (which depends on how the
+// kernel split the client's writes) does not show. A detail line ending with
+// ": " and the event's SQL is cut in its SQL, whose true length the event
+// carries; any other detail line is cut as a whole. JSON keeps everything.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,8 +25,9 @@
 namespace mysqltrace::output {
 
 struct ProtocolTextOptions {
-    bool dump = false;        // hex dumps of packets the events carry
-    bool timestamps = false;  // prefix "<seconds>.<microseconds> pid/tid " to event lines
+    bool dump = false;              // hex dumps of packets the events carry
+    bool timestamps = false;        // prefix "<seconds>.<microseconds> pid/tid " to event lines
+    size_t max_value_chars = 1024;  // SQL and detail lines longer than this are cut
 };
 
 // The event's lines, each ending with '\n'.
@@ -32,5 +41,9 @@ std::string render_command_summary_text(const protocol::CommandSummary &s,
 std::string hex_dump(std::span<const uint8_t> bytes, const std::string &indent);
 // Printable ASCII kept; \n, \t, \r, \\ and other bytes < 0x20 or 0x7F escaped.
 std::string escape_text(std::string_view s);
+// escape_text(s), cut to max bytes (never inside a UTF-8 sequence) and
+// followed by "... (N bytes)" when s is longer or is only the start of a
+// value of true_len bytes.
+std::string cut_text(std::string_view s, size_t max, std::optional<uint64_t> true_len = {});
 
 }  // namespace mysqltrace::output

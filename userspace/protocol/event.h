@@ -69,6 +69,9 @@ struct ProtocolEvent {
     std::optional<uint8_t> command;  // SEND_COMMAND, and events of the command's reply
     std::string command_name;        // "COM_QUERY"
     std::optional<std::string> sql;  // redacted unless show_secrets
+    // The statement's true length in bytes, set when sql holds only its start
+    // (cut by the capture or by the keep limit).
+    std::optional<uint64_t> sql_bytes;
     std::optional<uint32_t> statement_id;
     std::optional<uint64_t> bytes;  // payload length of the packet (true length)
     std::optional<uint8_t> seq;
@@ -116,6 +119,7 @@ struct CommandSummary {
     uint8_t command = 0;
     std::string command_name;
     std::optional<std::string> sql;
+    std::optional<uint64_t> sql_bytes;  // as in ProtocolEvent
     std::optional<uint32_t> statement_id;
     CommandResult result = CommandResult::incomplete;
     uint64_t rows = 0;  // rows of all result sets

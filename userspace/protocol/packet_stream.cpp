@@ -38,6 +38,7 @@ void PacketStream::feed(const uint8_t *data, size_t copied, size_t true_len, uin
     if (copied > true_len) {
         true_len = copied;
     }
+    const uint64_t start = stats_.bytes;
     stats_.bytes += true_len;
     stats_.gap_bytes += true_len - copied;
     if (!synced_) {
@@ -47,6 +48,7 @@ void PacketStream::feed(const uint8_t *data, size_t copied, size_t true_len, uin
     Chunk c;
     c.data.assign(data, data + copied);
     c.gap = true_len - copied;
+    c.start = start;
     c.ts_ns = ts_ns;
     pending_.push_back(std::move(c));
 }
@@ -79,6 +81,7 @@ bool PacketStream::next(Packet &out) {
         if (c.pos < c.data.size()) {
             const uint8_t *p = c.data.data() + c.pos;
             size_t n = c.data.size() - c.pos;
+            in_offset_ = c.start + c.pos;
             if (compressed_) {
                 consume_frames(p, n, c.ts_ns);
                 c.pos += n;
@@ -90,10 +93,11 @@ bool PacketStream::next(Packet &out) {
         if (c.gap > 0) {
             uint64_t g = c.gap;
             c.gap = 0;
+            uint64_t at = c.start + c.data.size();
             if (compressed_) {
-                frames_gap(g, c.ts_ns);
+                frames_gap(g, c.ts_ns, at);
             } else {
-                consume_gap(g, c.ts_ns);
+                consume_gap(g, c.ts_ns, at);
             }
             continue;
         }
@@ -137,6 +141,7 @@ void PacketStream::desync() {
     ready_.clear();
     reset_state();
     synced_ = false;
+    lost_at_.reset();
 }
 
 void PacketStream::resync() {
@@ -147,10 +152,12 @@ void PacketStream::resync() {
     ready_.clear();
     reset_state();
     synced_ = true;
+    lost_at_.reset();
 }
 
-void PacketStream::lose_sync(uint64_t skipped) {
+void PacketStream::lose_sync(uint64_t skipped, uint64_t at) {
     stats_.skipped_bytes += skipped;
+    lost_at_ = at;
     ++stats_.sync_losses;
     if (building_) {
         // What was assembled so far is still worth reporting, but its end
@@ -171,6 +178,7 @@ size_t PacketStream::consume(const uint8_t *p, size_t n, uint64_t ts_ns) {
         if (!in_payload_) {
             if (hdr_have_ == 0) {
                 hdr_ts_ns_ = ts_ns;
+                hdr_offset_ = in_offset_ + i;
             }
             size_t take = std::min(n - i, 4 - hdr_have_);
             std::memcpy(hdr_ + hdr_have_, p + i, take);
@@ -231,11 +239,12 @@ void PacketStream::finish_packet(uint64_t ts_ns) {
     hole_ = false;
 }
 
-void PacketStream::consume_gap(uint64_t n, uint64_t ts_ns) {
+void PacketStream::consume_gap(uint64_t n, uint64_t ts_ns, uint64_t at) {
     if (in_payload_) {
         uint64_t take = std::min<uint64_t>(n, remaining_);
         remaining_ -= static_cast<uint32_t>(take);
         n -= take;
+        at += take;
         cur_.gap = true;
         hole_ = true;
         cur_.ts_last_ns = ts_ns;
@@ -247,7 +256,15 @@ void PacketStream::consume_gap(uint64_t n, uint64_t ts_ns) {
         }
     }
     if (n > 0) {
-        lose_sync(n);
+        // The captured bytes of a header cut by the gap are lost with it.
+        uint64_t partial = 0;
+        if (compressed_) {
+            at = fhdr_offset_;
+        } else if (hdr_have_ > 0) {
+            partial = hdr_have_;
+            at = hdr_offset_;
+        }
+        lose_sync(n + partial, at);
     }
 }
 
@@ -255,6 +272,9 @@ void PacketStream::consume_frames(const uint8_t *p, size_t n, uint64_t ts_ns) {
     size_t i = 0;
     while (i < n && synced_) {
         if (!in_frame_) {
+            if (fhdr_have_ == 0) {
+                fhdr_offset_ = in_offset_ + i;
+            }
             size_t take = std::min(n - i, 7 - fhdr_have_);
             std::memcpy(fhdr_ + fhdr_have_, p + i, take);
             fhdr_have_ += take;
@@ -348,18 +368,19 @@ void PacketStream::end_frame(uint64_t ts_ns) {
         }
         uint64_t missing = frame_ulen_ - frame_out_;
         frame_out_ = frame_ulen_;
-        consume_gap(missing, ts_ns);
+        consume_gap(missing, ts_ns, fhdr_offset_);
     }
 }
 
-void PacketStream::frames_gap(uint64_t n, uint64_t ts_ns) {
+void PacketStream::frames_gap(uint64_t n, uint64_t ts_ns, uint64_t at) {
     if (in_frame_) {
         uint64_t take = std::min<uint64_t>(n, frame_remaining_);
         frame_remaining_ -= static_cast<uint32_t>(take);
         n -= take;
+        at += take;
         if (frame_ulen_ == 0) {
             frame_out_ += take;
-            consume_gap(take, ts_ns);
+            consume_gap(take, ts_ns, at);
         } else {
             frame_broken_ = true;
         }
@@ -368,7 +389,8 @@ void PacketStream::frames_gap(uint64_t n, uint64_t ts_ns) {
         }
     }
     if (n > 0 && synced_) {
-        lose_sync(n);
+        uint64_t partial = fhdr_have_;
+        lose_sync(n + partial, partial > 0 ? fhdr_offset_ : at);
     }
 }
 

@@ -20,7 +20,10 @@
 // header there is no way to know where the next packet starts; the stream
 // then stops (synced() is false) and discards input until resync(), which
 // the caller issues at a chunk boundary it has other reasons to trust (never
-// by scanning for something that looks like a header).
+// by scanning for something that looks like a header). lost_at() says
+// where the bytes stopped making sense, so that the caller can still count
+// what followed (a 17 MiB statement whose continuation header was lost still
+// has a known size once its end is known).
 //
 // Memory: at most max_keep payload bytes are kept per logical packet (the
 // true length is always reported), plus the input of chunks not yet parsed;
@@ -33,6 +36,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace mysqltrace::protocol {
@@ -91,6 +95,15 @@ class PacketStream {
     void resync();
     // Bytes fed but not yet parsed.
     size_t pending_bytes() const;
+    // Bytes fed so far, gaps and skipped bytes included: the stream offset
+    // of the next byte fed.
+    uint64_t offset() const { return stats_.bytes; }
+    // While not synced after a loss: the stream offset of the first byte no
+    // packet accounts for (the header the capture swallowed, or its first
+    // captured bytes). Every byte fed from there on is unframed. In a
+    // compressed stream it is where the frame holding the loss began.
+    // Unset after desync()/resync() and before any loss.
+    std::optional<uint64_t> lost_at() const { return lost_at_; }
 
     const PacketStreamStats &stats() const { return stats_; }
 
@@ -98,7 +111,8 @@ class PacketStream {
     struct Chunk {
         std::vector<uint8_t> data;
         size_t pos = 0;
-        uint64_t gap = 0;  // missing bytes after data
+        uint64_t gap = 0;    // missing bytes after data
+        uint64_t start = 0;  // stream offset of data[0]
         uint64_t ts_ns = 0;
     };
     struct Inflater;
@@ -106,20 +120,25 @@ class PacketStream {
     // Packet layer. consume() stops after completing one packet so the
     // caller can look at it before the next byte is interpreted.
     size_t consume(const uint8_t *p, size_t n, uint64_t ts_ns);
-    void consume_gap(uint64_t n, uint64_t ts_ns);
+    // at: stream offset of the gap's first byte.
+    void consume_gap(uint64_t n, uint64_t ts_ns, uint64_t at);
     void finish_packet(uint64_t ts_ns);
     // Compressed frame layer: consumes everything it is given.
     void consume_frames(const uint8_t *p, size_t n, uint64_t ts_ns);
-    void frames_gap(uint64_t n, uint64_t ts_ns);
+    void frames_gap(uint64_t n, uint64_t ts_ns, uint64_t at);
     void frame_payload(const uint8_t *p, size_t n, uint64_t ts_ns);
     void end_frame(uint64_t ts_ns);
     void feed_inner(const uint8_t *p, size_t n, uint64_t ts_ns);
-    void lose_sync(uint64_t skipped);
+    // at: stream offset of the first unframed byte (in a compressed stream,
+    // of the frame holding it).
+    void lose_sync(uint64_t skipped, uint64_t at);
     void reset_state();
 
     size_t max_keep_;
     bool compressed_ = false;
     bool synced_ = true;
+    std::optional<uint64_t> lost_at_;
+    uint64_t in_offset_ = 0;  // stream offset of the bytes being consumed
     std::deque<Chunk> pending_;
     std::deque<Packet> ready_;
     PacketStreamStats stats_;
@@ -127,7 +146,8 @@ class PacketStream {
     // Packet layer state.
     uint8_t hdr_[4] = {};
     size_t hdr_have_ = 0;
-    uint64_t hdr_ts_ns_ = 0;  // chunk that held the header's first byte
+    uint64_t hdr_ts_ns_ = 0;   // chunk that held the header's first byte
+    uint64_t hdr_offset_ = 0;  // stream offset of the header's first byte
     bool in_payload_ = false;
     uint32_t remaining_ = 0;  // payload bytes left in the current physical packet
     bool continues_ = false;  // current physical packet has length 0xFFFFFF
@@ -137,6 +157,7 @@ class PacketStream {
 
     // Frame layer state.
     uint8_t fhdr_[7] = {};
+    uint64_t fhdr_offset_ = 0;  // stream offset of the current frame's header
     size_t fhdr_have_ = 0;
     bool in_frame_ = false;
     uint32_t frame_remaining_ = 0;

@@ -191,6 +191,23 @@ void ConnectionTracer::feed(Direction dir, Source src, const uint8_t *data, size
             stats_.skipped_bytes += true_len;
             return;
         }
+    } else if (client && client_lost_) {
+        // Only this direction is lost: it picks up at a command write in the
+        // framing it already uses. Until then its bytes are counted (they
+        // size the upload that was cut) but not parsed.
+        CommandFraming f = looks_like_command(data, copied, true_len);
+        if (f == CommandFraming::none || (f == CommandFraming::compressed) != s.compressed()) {
+            s.feed(data, copied, true_len, ts_ns);
+            if (cut_upload_) {
+                cut_upload_->ts_last_ns = ts_ns;
+            }
+            return;
+        }
+        if (cut_upload_) {
+            finish_cut_upload(true);
+        }
+        client_lost_ = false;
+        s.resync();
     } else if (!client && server_resync_pending_) {
         server_resync_pending_ = false;
         s.resync();
@@ -209,9 +226,17 @@ void ConnectionTracer::drain(Direction dir, Source src, const Ctx &ctx) {
     while (synced_ && s.next(p)) {
         if (dir == Direction::client_to_server) {
             ++stats_.packets_client;
+            if (!p.length_known && take_cut_upload(p, src, ctx)) {
+                continue;
+            }
             handle_client_packet(p, ctx);
         } else {
             ++stats_.packets_server;
+            // The server answers an upload only once all of it has arrived:
+            // its first reply packet marks the upload's end.
+            if (cut_upload_ && (cut_upload_->file || commands_.empty())) {
+                finish_cut_upload(true);
+            }
             handle_server_packet(p, ctx);
         }
         if (src == Source::socket && (tls_ || stage_ == Stage::ssl_negotiation)) {
@@ -221,13 +246,199 @@ void ConnectionTracer::drain(Direction dir, Source src, const Ctx &ctx) {
         }
     }
     if (synced_ && !s.synced()) {
-        lose_sync();
+        stream_lost(dir, src, ctx);
     }
 }
 
+namespace {
+
+// Stages in which handle_client_packet reads a command packet.
+bool command_stage(Stage st) {
+    switch (st) {
+        case Stage::ready_for_command:
+        case Stage::wait_for_packet:
+        case Stage::wait_for_result:
+        case Stage::wait_for_field_def:
+        case Stage::wait_for_row:
+        case Stage::wait_for_ps_description:
+        case Stage::wait_for_param_def:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool reply_stage(Stage st) {
+    return st != Stage::ready_for_command && command_stage(st);
+}
+
+}  // namespace
+
+bool ConnectionTracer::take_cut_upload(Packet &p, Source src, const Ctx &ctx) {
+    const PacketStream &s = stream(Direction::client_to_server, src);
+    if (client_lost_ || cut_upload_ || !s.lost_at() ||
+        !(command_stage(stage_) || (stage_ == Stage::file_request && head() != nullptr))) {
+        return false;
+    }
+    if (server_lost_) {
+        // A new command: the reply being skipped is over.
+        end_lost_reply();
+    }
+    CutUpload u;
+    u.file = stage_ == Stage::file_request;
+    u.src = src;
+    u.lost_at = *s.lost_at();
+    u.exact = !s.compressed();
+    u.ts_lost_ns = p.ts_first_ns;
+    u.ts_last_ns = ctx.ts_ns;
+    u.pid = ctx.pid;
+    u.tid = ctx.tid;
+    u.packet = std::move(p);
+    cut_upload_ = std::move(u);
+    return true;
+}
+
+void ConnectionTracer::stream_lost(Direction dir, Source src, const Ctx &ctx) {
+    PacketStream &s = stream(dir, src);
+    if (dir == Direction::client_to_server) {
+        if (client_lost_) {
+            return;
+        }
+        if (!cut_upload_ && stage_ == Stage::file_request && head() != nullptr && s.lost_at()) {
+            // A header lost between two packets of LOCAL INFILE data: more
+            // data and the empty packet that ends it are still to come.
+            CutUpload u;
+            u.file = true;
+            u.src = src;
+            u.lost_at = *s.lost_at();
+            u.exact = !s.compressed();
+            u.ts_lost_ns = ctx.ts_ns;
+            u.ts_last_ns = ctx.ts_ns;
+            u.pid = ctx.pid;
+            u.tid = ctx.tid;
+            cut_upload_ = std::move(u);
+        }
+        if (cut_upload_ && cut_upload_->src == src) {
+            cut_upload_->ts_last_ns = ctx.ts_ns;
+            client_lost_ = true;
+            ++stats_.sync_losses;
+            return;
+        }
+    } else {
+        if (server_lost_) {
+            return;
+        }
+        // Only a reply whose end the client's next command marks: nothing
+        // else pending, no upload waiting for this very reply to end it.
+        if (commands_.size() == 1 && reply_stage(stage_) && !cut_upload_ && s.lost_at()) {
+            server_lost_ = LostReply{src, *s.lost_at(), !s.compressed()};
+            ++stats_.sync_losses;
+            return;
+        }
+    }
+    lose_sync();
+}
+
+void ConnectionTracer::finish_cut_upload(bool ended) {
+    CutUpload u = std::move(*cut_upload_);
+    cut_upload_.reset();
+    PacketStream &s = stream(Direction::client_to_server, u.src);
+    // Everything the client wrote since framing was lost belongs to the
+    // upload: it ends where a reply or the next command shows it did.
+    const uint64_t unframed = s.offset() - u.lost_at;
+    if (u.file) {
+        finish_cut_file(u, unframed, ended);
+        return;
+    }
+    Packet p = std::move(*u.packet);
+    Ctx ctx{u.ts_last_ns, u.pid, u.tid};
+    p.ts_last_ns = std::max(p.ts_last_ns, u.ts_last_ns);
+    p.gap = true;
+    if (u.exact) {
+        // The physical packets of one logical packet: k of 0xFFFFFF bytes and
+        // a shorter last one, each behind a 4-byte header. The total decides
+        // k; a remainder no packet can have means the bytes were not one
+        // packet (the capture lost more than a header), and then only the
+        // framed part is certain. So it is when the upload may not be over.
+        const uint64_t total = p.wire_bytes + unframed;
+        const uint64_t unit = uint64_t{kMaxPacketPayload} + 4;
+        const uint64_t k = total >= 4 ? (total - 4) / unit : 0;
+        const uint64_t rest = total >= 4 ? (total - 4) % unit : unit;
+        if (ended && rest < kMaxPacketPayload && k + 1 > p.physical_packets) {
+            p.length = total - 4 * (k + 1);
+            p.physical_packets = static_cast<uint32_t>(k + 1);
+            p.length_known = true;
+        }
+        p.wire_bytes = total;
+    }
+    handle_command(p, ctx);
+}
+
+void ConnectionTracer::finish_cut_file(CutUpload &u, uint64_t unframed, bool ended) {
+    PendingCommand *h = head();
+    Ctx ctx{u.ts_last_ns, u.pid, u.tid};
+    const uint64_t sent = (u.packet ? u.packet->wire_bytes : 0) + unframed;
+    ProtocolEvent ev = make_event(TraceEvent::send_file, Stage::file_request, u.ts_lost_ns, ctx);
+    ev.truncated = true;
+    if (h != nullptr) {
+        ev.command = h->code;
+        ev.command_name = h->summary.command_name;
+        if (u.exact) {
+            h->summary.bytes_sent += sent;
+        }
+    }
+    ev.details.push_back(
+        "file data whose packet framing the capture lost: " + std::to_string(sent) +
+        (u.exact ? " bytes, packet headers included" : " bytes on the wire, compressed"));
+    emit(ev);
+    ProtocolEvent done =
+        make_event(TraceEvent::packet_sent, Stage::file_request, u.ts_last_ns, ctx);
+    done.command = ev.command;
+    done.command_name = ev.command_name;
+    done.truncated = true;
+    done.details.push_back("data sent: " + std::to_string(sent) + " bytes");
+    if (ended) {
+        done.details.push_back("File transfer done");
+    }
+    emit(done);
+    if (ended) {
+        stage_ = Stage::wait_for_result;
+        if (h != nullptr) {
+            h->wait_start_ns = u.ts_last_ns;
+        }
+    }
+}
+
+void ConnectionTracer::end_lost_reply() {
+    LostReply lr = *server_lost_;
+    server_lost_.reset();
+    const uint64_t skipped = stream(Direction::server_to_client, lr.src).offset() - lr.lost_at;
+    std::string note = "the capture lost the framing of the previous reply";
+    if (PendingCommand *h = head()) {
+        if (lr.exact) {
+            h->summary.bytes_received += skipped;
+        }
+        note = "the capture lost the framing of the reply to " + h->summary.command_name +
+               " after " + std::to_string(h->summary.rows) + " rows";
+    }
+    note += "; " + std::to_string(skipped) +
+            (lr.exact ? " bytes of it were skipped" : " bytes of it on the wire were skipped");
+    pending_note_ = pending_note_.empty() ? note : pending_note_ + "; " + note;
+    complete_head(CommandResult::incomplete, last_ts_);
+    // The client reads a reply to its end before it sends the next command:
+    // the server's next write starts the next reply.
+    server_resync_pending_ = true;
+}
+
 void ConnectionTracer::lose_sync() {
+    if (cut_upload_) {
+        // Report the command with what is known of it before giving up.
+        finish_cut_upload(false);
+    }
     synced_ = false;
     ++stats_.sync_losses;
+    client_lost_ = false;
+    server_lost_.reset();
     flush_commands(CommandResult::incomplete, last_ts_);
     socket_client_.desync();
     socket_server_.desync();
@@ -246,6 +457,9 @@ void ConnectionTracer::resync_at_command(CommandFraming framing, Source src, con
     synced_ = ever_synced_ = true;
     stage_ = Stage::ready_for_command;
     ++stats_.resyncs;
+    client_lost_ = false;
+    cut_upload_.reset();
+    server_lost_.reset();
     PacketStream &c = stream(Direction::client_to_server, src);
     PacketStream &s = stream(Direction::server_to_client, src);
     c.resync();
@@ -289,6 +503,17 @@ void ConnectionTracer::on_close(uint64_t ts_ns, uint32_t pid, uint32_t tid) {
         return;
     }
     closed_ = true;
+    if (cut_upload_) {
+        finish_cut_upload(false);
+    }
+    if (server_lost_) {
+        LostReply lr = *server_lost_;
+        server_lost_.reset();
+        if (PendingCommand *h = head(); h != nullptr && lr.exact) {
+            h->summary.bytes_received +=
+                stream(Direction::server_to_client, lr.src).offset() - lr.lost_at;
+        }
+    }
     if (!emitted_any_) {
         return;
     }
@@ -398,6 +623,7 @@ void ConnectionTracer::activate_head() {
         auto it = statements_.find(*last_prepared_id_);
         if (it != statements_.end() && !h->summary.sql) {
             h->summary.sql = it->second.sql;
+            h->summary.sql_bytes = it->second.sql_bytes;
         }
     }
     if (h->code == com::stmt_fetch && h->summary.statement_id) {
@@ -606,6 +832,9 @@ void ConnectionTracer::handle_auth_client_packet(Packet &p, const Ctx &ctx) {
 }
 
 void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
+    if (server_lost_) {
+        end_lost_reply();
+    }
     // A prepare whose reply may or may not end with an EOF: the client moving
     // on proves there is none (CLIENT_DEPRECATE_EOF).
     if (head() != nullptr && !deprecate_eof_ && in_prepare_ &&
@@ -666,9 +895,16 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
             secret = secret || changed;
         }
     }
+    // How long the statement really is, when only its start is here.
+    std::optional<uint64_t> sql_bytes;
+    if (sql && p.truncated() && p.length_known && p.length > 0) {
+        sql_bytes = p.length - 1;
+    }
     sum.sql = sql;
+    sum.sql_bytes = sql_bytes;
     if (stmt != nullptr && !sql) {
         sum.sql = stmt->sql;
+        sum.sql_bytes = stmt->sql_bytes;
     }
     if (stmt != nullptr) {
         // Long data belongs to the next execute; a reset discards it.
@@ -687,15 +923,26 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
     ev.command = cmd->code;
     ev.command_name = cmd->name;
     ev.sql = sql;
+    ev.sql_bytes = sql_bytes;
     ev.statement_id = cmd->statement_id;
     std::string label = cmd->name.substr(4);  // without "COM_"
     switch (cmd->code) {
         case com::query:
         case com::stmt_prepare:
             ev.details.push_back(label + ": " + sql.value_or(""));
-            if (p.truncated()) {
-                ev.details.push_back(std::string(p.gap ? "statement cut by the capture: "
-                                                       : "statement longer than the keep limit: ") +
+            // How much the capture kept depends on how the kernel split the
+            // client's writes; the statement's length does not, so only the
+            // latter is said (the keep limit, a setting, is predictable).
+            if (!p.length_known) {
+                ev.details.push_back(
+                    "statement cut by the capture; its length is unknown "
+                    "(at least " +
+                    std::to_string(p.length - 1) + " bytes)");
+            } else if (p.truncated() && p.gap) {
+                ev.details.push_back("statement cut by the capture; its length is " +
+                                     std::to_string(p.length - 1) + " bytes");
+            } else if (p.truncated()) {
+                ev.details.push_back("statement longer than the keep limit: " +
                                      std::to_string(p.payload.size() - 1) + " of " +
                                      std::to_string(p.length - 1) + " bytes kept");
             }
@@ -721,8 +968,11 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
             } else if (cmd->code == com::stmt_bulk_execute && cmd->iterations > 0) {
                 line += ", rows: " + std::to_string(cmd->iterations);
             } else if (cmd->code == com::stmt_send_long_data) {
+                // The decoder sees only the captured bytes; the packet knows
+                // its true length.
+                uint64_t data_len = p.length >= 7 ? p.length - 7 : cmd->data_len;
                 line += ", parameter " + std::to_string(cmd->param_id) + ", " +
-                        std::to_string(cmd->data_len) + " bytes";
+                        (p.length_known ? "" : "at least ") + std::to_string(data_len) + " bytes";
             }
             ev.details.push_back(line);
             if (stmt != nullptr && stmt->sql) {
@@ -768,7 +1018,9 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
         packet_event(TraceEvent::packet_sent, Stage::ready_for_command, p, ctx, p.ts_last_ns);
     sent.command = cmd->code;
     sent.command_name = cmd->name;
-    sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
+    sent.details.push_back(p.length_known ? "packet sent: " + std::to_string(p.length) + " bytes"
+                                          : "packet sent: at least " + std::to_string(p.length) +
+                                                " bytes (the capture lost where it ends)");
     emit(sent);
 
     if (has_no_reply(cmd->code)) {

@@ -19,7 +19,27 @@
 //   - a connection first seen mid-stream (or whose capture lost a packet
 //     header) resynchronises at the next client write that starts with a
 //     plausible command packet with sequence 0; nothing is reported before
-//     that, and the skipped bytes are counted.
+//     that, and the skipped bytes are counted;
+//   - the two directions are independent byte streams, so a lost header
+//     costs only its own direction when the protocol says where that
+//     direction picks up again:
+//       * in a client upload (a command packet of 16 MiB or more, which a
+//         0xFFFFFF physical packet announces, or LOCAL INFILE data) the
+//         server answers only once the whole upload has arrived, and the
+//         client sends nothing else meanwhile. The upload ends at the first
+//         reply packet that belongs to it (or at the client's next command
+//         write, for commands without a reply); its true size is the byte
+//         count the capture reports, so its events come out exactly as if
+//         nothing had been lost, apart from the bytes the capture did not
+//         copy (if the connection ends first, lower bounds are reported).
+//         The client stream resynchronises at its next command write.
+//       * in a reply (a row longer than the snap length) the rest of the
+//         reply is skipped; the client's next command ends it, the command
+//         is reported INCOMPLETE with the bytes that were skipped, and the
+//         server stream resynchronises at the server's next write.
+//     Anything else (a header lost between commands, a reply lost while a
+//     cut upload waits for it, a reply lost with more commands pending)
+//     loses the whole connection as above.
 #pragma once
 
 #include <cstddef>
@@ -101,8 +121,9 @@ class ConnectionTracer {
         uint16_t columns = 0;
         std::vector<ColumnType> column_types;
         std::vector<ColumnType> param_types;
-        std::vector<bool> long_data;     // parameters sent with SEND_LONG_DATA
-        std::optional<std::string> sql;  // already redacted unless show_secrets
+        std::vector<bool> long_data;        // parameters sent with SEND_LONG_DATA
+        std::optional<std::string> sql;     // already redacted unless show_secrets
+        std::optional<uint64_t> sql_bytes;  // true length when sql is cut
     };
     struct PendingCommand {
         uint8_t code = 0;
@@ -114,6 +135,25 @@ class ConnectionTracer {
         uint64_t ts_ns;
         uint32_t pid;
         uint32_t tid;
+    };
+    // A client upload whose packet framing the capture lost (see the top of
+    // this file). Its events wait until its end, and so its size, is known.
+    struct CutUpload {
+        bool file = false;             // LOCAL INFILE data, not one command packet
+        std::optional<Packet> packet;  // the part framed before the loss
+        Source src = Source::socket;
+        uint64_t lost_at = 0;     // client stream offset where framing was lost
+        bool exact = true;        // uncompressed: stream bytes are packet bytes
+        uint64_t ts_lost_ns = 0;  // the write in which framing was lost
+        uint64_t ts_last_ns = 0;  // the client's last write since
+        uint32_t pid = 0;
+        uint32_t tid = 0;
+    };
+    // A reply whose packet framing the capture lost.
+    struct LostReply {
+        Source src = Source::socket;
+        uint64_t lost_at = 0;  // server stream offset where framing was lost
+        bool exact = true;
     };
 
     PacketStream &stream(Direction dir, Source src);
@@ -153,6 +193,15 @@ class ConnectionTracer {
     void flush_commands(CommandResult result, uint64_t ts_ns);
     void lose_sync();
     void resync_at_command(CommandFraming framing, Source src, const Ctx &ctx);
+    // A stream stopped framing packets: lose only its direction when the
+    // protocol allows, else the whole connection.
+    void stream_lost(Direction dir, Source src, const Ctx &ctx);
+    // Keeps a packet cut by a lost header if it starts a client upload.
+    bool take_cut_upload(Packet &p, Source src, const Ctx &ctx);
+    // ended: the upload is known to be over (a reply or a next command came).
+    void finish_cut_upload(bool ended);
+    void finish_cut_file(CutUpload &u, uint64_t unframed, bool ended);
+    void end_lost_reply();
     void enable_compression();
     uint64_t caps() const;  // negotiated, or assumed when the handshake was not seen
     void remember_statement(uint32_t id, Statement st);
@@ -170,6 +219,10 @@ class ConnectionTracer {
     bool emitted_any_ = false;
     bool tls_ = false;
     bool server_resync_pending_ = false;
+    // One direction out of sync while the other goes on (see the top).
+    bool client_lost_ = false;  // client stream waits for its next command write
+    std::optional<CutUpload> cut_upload_;
+    std::optional<LostReply> server_lost_;
     std::string pending_note_;  // prepended to the details of the next event
     uint64_t last_ts_ = 0;
 

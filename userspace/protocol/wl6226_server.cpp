@@ -609,6 +609,7 @@ void ConnectionTracer::server_ps_description(Packet &p, ProtocolEvent &ev) {
     prepared_.params = po->params;
     prepared_.columns = po->columns;
     prepared_.sql = h != nullptr ? h->summary.sql : std::nullopt;
+    prepared_.sql_bytes = h != nullptr ? h->summary.sql_bytes : std::nullopt;
     prepared_id_ = po->statement_id;
     last_prepared_id_ = po->statement_id;
     in_prepare_ = true;

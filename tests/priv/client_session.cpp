@@ -141,7 +141,7 @@ std::string normalise_trace(const std::string &trace,
         auto add = [&r](const char *re, const char *with) {
             r.push_back({std::regex(re, std::regex::ECMAScript | std::regex::multiline), with});
         };
-        add(R"(^\d+\.\d{6} \d+/\d+ )", "");
+        add(R"(^\d\d:\d\d:\d\d\.\d{6} \d+/\d+ )", "");
         add(R"(Connection id: \d+)", "Connection id: <id>");
         add(R"(Server version: .*)", "Server version: <version>");
         add(R"(Connection attributes: .*)", "Connection attributes: <attributes>");

@@ -35,6 +35,8 @@ int run_client(const ClientArgs &a, const GlobalOptions &g) {
     output::ProtocolTextOptions text_opts;
     text_opts.dump = a.dump;
     text_opts.timestamps = true;
+    output::Clock clock;
+    text_opts.clock = &clock;
     output::ProtocolJsonOptions json_opts;
     json_opts.dump = a.dump;
 

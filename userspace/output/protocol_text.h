@@ -20,13 +20,15 @@
 #include <string>
 #include <string_view>
 
+#include "output/clock.h"
 #include "protocol/event.h"
 
 namespace mysqltrace::output {
 
 struct ProtocolTextOptions {
     bool dump = false;              // hex dumps of packets the events carry
-    bool timestamps = false;        // prefix "<seconds>.<microseconds> pid/tid " to event lines
+    bool timestamps = false;        // prefix "<time> pid/tid " to event lines
+    const Clock *clock = nullptr;   // with timestamps: wall time, else monotonic seconds
     size_t max_value_chars = 1024;  // SQL and detail lines longer than this are cut
 };
 

@@ -6,21 +6,10 @@
 #include <cstdint>
 #include <string>
 
+#include "output/clock.h"
 #include "server/command_tracer.h"
 
 namespace mysqltrace::output {
-
-// Converts CLOCK_MONOTONIC timestamps to wall-clock time for display.
-class Clock {
-  public:
-    Clock();
-    uint64_t realtime_ns(uint64_t monotonic_ns) const { return monotonic_ns + offset_ns_; }
-    // "HH:MM:SS.uuuuuu" in local time.
-    std::string wall(uint64_t monotonic_ns) const;
-
-  private:
-    uint64_t offset_ns_ = 0;
-};
 
 std::string command_text_header();
 std::string command_text(const server::CommandEvent &ev, const Clock &clock);

@@ -14,9 +14,16 @@ class Clock {
     uint64_t realtime_ns(uint64_t monotonic_ns) const { return monotonic_ns + offset_ns_; }
     // "HH:MM:SS.uuuuuu" in local time.
     std::string wall(uint64_t monotonic_ns) const;
+    // The same, appended to `out`.
+    void append_wall(uint64_t monotonic_ns, std::string &out) const;
 
   private:
     uint64_t offset_ns_ = 0;
+    // Formatting local time is dear (localtime_r takes a lock and walks the
+    // zone rules) and a trace prints many events a second: keep the last
+    // second's "HH:MM:SS." (so a Clock is not for sharing between threads).
+    mutable uint64_t cached_sec_ = UINT64_MAX;
+    mutable std::string cached_hms_;
 };
 
 }  // namespace mysqltrace::output

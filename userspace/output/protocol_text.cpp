@@ -15,17 +15,21 @@ std::string prefix(uint64_t conn, uint64_t ts_ns, uint32_t pid, uint32_t tid,
                    const ProtocolTextOptions &options) {
     std::string out;
     if (options.timestamps) {
-        char buf[64];
         if (options.clock != nullptr) {
-            std::snprintf(buf, sizeof(buf), "%s %u/%u ", options.clock->wall(ts_ns).c_str(), pid,
-                          tid);
+            options.clock->append_wall(ts_ns, out);
+            out += ' ';
+            out += std::to_string(pid);
+            out += '/';
+            out += std::to_string(tid);
+            out += ' ';
         } else {
+            char buf[64];
             std::snprintf(buf, sizeof(buf), "%llu.%06llu %u/%u ",
                           static_cast<unsigned long long>(ts_ns / 1000000000ULL),
                           static_cast<unsigned long long>((ts_ns / 1000ULL) % 1000000ULL), pid,
                           tid);
+            out += buf;
         }
-        out += buf;
     }
     out += "mysqltrace: " + std::to_string(conn) + ": ";
     return out;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/constants.h"
+#include "mysql/commands.h"
 #include "protocol/decode.h"
 #include "protocol/redact.h"
 #include "protocol/wl6226.h"
@@ -344,8 +345,8 @@ TEST(Decode, Commands) {
     c = decode_command(Vec{0x1B, 0x01, 0x00}, 0, std::nullopt, nullptr, nullptr, 64);
     ASSERT_TRUE(c);
     EXPECT_EQ(c->argument, "MULTI_STATEMENTS_OFF");
-    EXPECT_EQ(command_name(com::stmt_bulk_execute), "COM_STMT_BULK_EXECUTE");
-    EXPECT_EQ(command_name(200), "COM_200");
+    EXPECT_EQ(mysql::command_name(com::stmt_bulk_execute), "COM_STMT_BULK_EXECUTE");
+    EXPECT_EQ(mysql::command_name(200), "COM_200");
     EXPECT_FALSE(decode_command(Vec{}, 0, std::nullopt, nullptr, nullptr, 64));
 }
 

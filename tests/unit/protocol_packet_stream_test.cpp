@@ -8,22 +8,14 @@
 #include <vector>
 
 #include "protocol/packet_stream.h"
+#include "unit/protocol_fixture.h"
 
 namespace mysqltrace::protocol {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-Bytes packet(uint8_t seq, const Bytes &payload) {
-    Bytes out;
-    out.reserve(4 + payload.size());
-    for (int i = 0; i < 3; ++i) {
-        out.push_back(static_cast<uint8_t>(payload.size() >> (8 * i)));
-    }
-    out.push_back(seq);
-    out.insert(out.end(), payload.begin(), payload.end());
-    return out;
-}
+using fixture::packet;
 
 Bytes text(const std::string &s) {
     return Bytes(s.begin(), s.end());

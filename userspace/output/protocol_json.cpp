@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "output/protocol_json.h"
 
+#include "util/hex.h"
+
 namespace mysqltrace::output {
 
 using nlohmann::json;
@@ -20,17 +22,6 @@ void put(json &j, const char *key, const std::string &v) {
     if (!v.empty()) {
         j[key] = v;
     }
-}
-
-std::string to_hex(const std::vector<uint8_t> &b) {
-    static const char digits[] = "0123456789abcdef";
-    std::string s;
-    s.reserve(b.size() * 2);
-    for (uint8_t c : b) {
-        s += digits[c >> 4];
-        s += digits[c & 15];
-    }
-    return s;
 }
 
 std::string line(const json &j) {

@@ -104,8 +104,6 @@ inline constexpr uint8_t slave_io = 252;
 inline constexpr uint8_t slave_sql = 253;
 }  // namespace com
 
-// "COM_QUERY"; "COM_<n>" for a byte no server defines.
-std::string command_name(uint8_t command);
 // True for bytes a client may start a command packet with. Used to recognise
 // a command when attaching mid-connection, so it excludes server-internal
 // values (251..253) and the removed COM_MULTI (254).

@@ -8,48 +8,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "mysql/commands.h"
 #include "protocol/constants.h"
 
 namespace mysqltrace::protocol {
 
 namespace {
-
-// Bytes 0..31 are shared by MySQL and MariaDB; 30 is MySQL's BINLOG_DUMP_GTID
-// (MariaDB leaves it unused).
-constexpr std::array<const char *, 32> kCommandNames = {
-    "COM_SLEEP",
-    "COM_QUIT",
-    "COM_INIT_DB",
-    "COM_QUERY",
-    "COM_FIELD_LIST",
-    "COM_CREATE_DB",
-    "COM_DROP_DB",
-    "COM_REFRESH",
-    "COM_SHUTDOWN",
-    "COM_STATISTICS",
-    "COM_PROCESS_INFO",
-    "COM_CONNECT",
-    "COM_PROCESS_KILL",
-    "COM_DEBUG",
-    "COM_PING",
-    "COM_TIME",
-    "COM_DELAYED_INSERT",
-    "COM_CHANGE_USER",
-    "COM_BINLOG_DUMP",
-    "COM_TABLE_DUMP",
-    "COM_CONNECT_OUT",
-    "COM_REGISTER_SLAVE",
-    "COM_STMT_PREPARE",
-    "COM_STMT_EXECUTE",
-    "COM_STMT_SEND_LONG_DATA",
-    "COM_STMT_CLOSE",
-    "COM_STMT_RESET",
-    "COM_SET_OPTION",
-    "COM_STMT_FETCH",
-    "COM_DAEMON",
-    "COM_BINLOG_DUMP_GTID",
-    "COM_RESET_CONNECTION",
-};
 
 bool is_numeric_type(uint8_t t) {
     switch (t) {
@@ -96,24 +60,6 @@ std::vector<uint8_t> to_vector(Bytes b) {
 }
 
 }  // namespace
-
-std::string command_name(uint8_t command) {
-    if (command < kCommandNames.size()) {
-        return kCommandNames[command];
-    }
-    switch (command) {
-        case com::stmt_bulk_execute:
-            return "COM_STMT_BULK_EXECUTE";
-        case com::slave_worker:
-            return "COM_SLAVE_WORKER";
-        case com::slave_io:
-            return "COM_SLAVE_IO";
-        case com::slave_sql:
-            return "COM_SLAVE_SQL";
-        default:
-            return "COM_" + std::to_string(command);
-    }
-}
 
 bool is_client_command(uint8_t command) {
     return command <= com::reset_connection || command == com::stmt_bulk_execute;
@@ -756,7 +702,7 @@ std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
     }
     Command c;
     c.code = payload[0];
-    c.name = command_name(c.code);
+    c.name = mysql::command_name(c.code);
     ByteReader r(payload.subspan(1));
     switch (c.code) {
         case com::query:

@@ -10,7 +10,6 @@
 
 namespace mysqltrace::protocol {
 
-using detail::hex;
 using detail::hex64;
 using detail::join;
 
@@ -743,7 +742,7 @@ void ConnectionTracer::handle_auth_client_packet(Packet &p, const Ctx &ctx) {
         ProtocolEvent ev =
             packet_event(TraceEvent::send_auth_data, Stage::authenticate, p, ctx, p.ts_first_ns);
         if (options_.show_secrets) {
-            ev.details.push_back("Auth data: " + hex(p.payload));
+            ev.details.push_back("Auth data: " + to_hex(p.payload));
         } else {
             ev.details.push_back("Auth data: " + std::to_string(p.length) + " bytes");
         }
@@ -805,7 +804,7 @@ void ConnectionTracer::handle_auth_client_packet(Packet &p, const Ctx &ctx) {
             ev.details.push_back("Database: " + hr->database);
         }
         if (options_.show_secrets) {
-            ev.details.push_back("Auth response: " + hex(hr->auth_response));
+            ev.details.push_back("Auth response: " + to_hex(hr->auth_response));
         } else {
             ev.details.push_back("Auth response: " + std::to_string(hr->auth_response.size()) +
                                  " bytes");
@@ -992,7 +991,7 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
                 ev.details.push_back("Database: " + cmd->database);
             }
             if (options_.show_secrets) {
-                ev.details.push_back("Auth response: " + hex(cmd->auth_response));
+                ev.details.push_back("Auth response: " + to_hex(cmd->auth_response));
             } else {
                 ev.details.push_back("Auth response: " + std::to_string(cmd->auth_response_len) +
                                      " bytes");

@@ -3,6 +3,8 @@
 // (wl6226.cpp: connection and client side; wl6226_server.cpp: replies).
 #pragma once
 
+#include "util/hex.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <span>
@@ -10,17 +12,6 @@
 #include <vector>
 
 namespace mysqltrace::protocol::detail {
-
-inline std::string hex(std::span<const uint8_t> b) {
-    static const char digits[] = "0123456789abcdef";
-    std::string s;
-    s.reserve(b.size() * 2);
-    for (uint8_t c : b) {
-        s += digits[c >> 4];
-        s += digits[c & 15];
-    }
-    return s;
-}
 
 inline std::string hex64(uint64_t v) {
     char buf[32];

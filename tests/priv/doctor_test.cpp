@@ -90,6 +90,9 @@ TEST(Cli, VersionHelpAndUsageErrors) {
     EXPECT_NE(bad.err.find("--no-such-flag"), std::string::npos) << bad.err;
     auto none = run_command({MYSQLTRACE_BINARY});
     EXPECT_EQ(none.exit_code, 2);
+    auto gone = run_command({MYSQLTRACE_BINARY, "client", "--pid", "999999999"});
+    EXPECT_EQ(gone.exit_code, 1);
+    EXPECT_EQ(gone.err, "mysqltrace: no such process: 999999999\n");
     auto nopid = run_command({MYSQLTRACE_BINARY, "server"});
     EXPECT_EQ(nopid.exit_code, 2);
     EXPECT_NE(nopid.err.find("--pid is required"), std::string::npos) << nopid.err;

@@ -275,12 +275,14 @@ int BPF_PROG(client_sys_enter, struct pt_regs *regs, long id)
         return 0;
 
     if (id == NR_close || id == NR_shutdown) {
+        __u8 was = state ? *state : MT_SOCK_UNKNOWN;
         struct mt_sock_event *ev;
         __u32 slot;
 
+        // Read before the delete: the element is not ours to read after it.
         if (id == NR_close)
             bpf_map_delete_elem(&mt_socks, &in.sock);
-        if (state && *state == MT_SOCK_IGNORED)
+        if (was == MT_SOCK_IGNORED)
             return 0;
         ev = claim(&slot);
         if (ev) {

@@ -224,15 +224,13 @@ void ConnectionTable::on_record(const SockRecord &r) {
     if (r.data.empty()) {
         return;  // nothing to judge by (TLS records whose cleartext comes separately)
     }
-    Held h;
+    // Moving a Held (as `held` grows) keeps its bytes' buffer, so the span
+    // stays valid.
+    Held &h = c.held.emplace_back();
     h.bytes.assign(r.data.begin(), r.data.end());
     h.rec = r;
-    c.held.push_back(std::move(h));
-    // The vector may have moved its elements: point every copy at its bytes.
-    for (auto &held : c.held) {
-        held.rec.data = std::span<const uint8_t>(held.bytes);
-    }
-    judge(it->first, c, c.held.back().rec);
+    h.rec.data = std::span<const uint8_t>(h.bytes);
+    judge(it->first, c, h.rec);
 }
 
 void ConnectionTable::on_process_exit(uint32_t pid, uint64_t ts_ns) {

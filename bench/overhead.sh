@@ -4,6 +4,7 @@
 # throwaway MariaDB, side by side in interleaved rounds:
 #   baseline      no tracer, performance_schema OFF
 #   client        `mysqltrace client` attached to sysbench (all its connections)
+#   client-summary  the same with --summary-only (one line per command)
 #   server        `mysqltrace server` attached to mariadbd (every command)
 #   pfs           a second server with performance_schema ON, every
 #                 instrument and consumer enabled (the reference cost)
@@ -77,13 +78,15 @@ run_one() {  # config round
       wait_ready "$err"
       sysbench_cmd "$work/plain" "${args[@]}" >"$out"
       kill -INT "$tracer"; wait "$tracer"; tracer="" ;;
-    client)
+    client|client-summary)
+      local extra=()
+      [ "$cfg" = client-summary ] && extra=(--summary-only)
       # sysbench waits at a gate until the tracer is attached to its pid.
       mkfifo "$work/gate"
       sysbench_args "$work/plain"
       (read -r _ <"$work/gate"; exec "${sb[@]}" "${args[@]}") >"$out" &
       local sbpid=$!
-      "$mt" client --pid "$sbpid" --output /dev/null 2>"$err" &
+      "$mt" client --pid "$sbpid" "${extra[@]}" --output /dev/null 2>"$err" &
       tracer=$!
       wait_ready "$err"
       echo go >"$work/gate"
@@ -96,7 +99,7 @@ run_one() {  # config round
 echo "overhead: starting servers (performance_schema OFF and ON)" >&2
 start_server plain
 start_server pfs --performance-schema
-configs=(baseline client server pfs)
+configs=(baseline client client-summary server pfs)
 for r in $(seq "$rounds"); do
   for c in "${configs[@]}"; do
     echo "overhead: round $r/$rounds: $c" >&2
@@ -116,8 +119,9 @@ print(f"sysbench oltp_point_select, {sys.argv[4]} threads, unix socket, {sys.arg
 print("| configuration | median QPS | min-max | vs baseline | records dropped |")
 print("|---|---|---|---|---|")
 names = {"baseline": "untraced", "client": "mysqltrace client on sysbench",
+         "client-summary": "mysqltrace client --summary-only on sysbench",
          "server": "mysqltrace server on mariadbd", "pfs": "performance_schema ON (all)"}
-for cfg in ["baseline", "client", "server", "pfs"]:
+for cfg in ["baseline", "client", "client-summary", "server", "pfs"]:
     qs = [q for q, _ in rows[cfg]]
     drops = [d for _, d in rows[cfg] if d is not None]
     med = statistics.median(qs)

@@ -96,6 +96,15 @@ TEST_F(ClientTrace, CResultSetEmptyResultErrorQuit) {
            {"quit", "ok"}});
 }
 
+TEST_F(ClientTrace, SummaryOnly) {
+    check("c_summary_only", c_client(),
+          {{"connect", "ok"},
+           {"query select a, b from mt.t order by a", "ok 1 2"},
+           {"query select * from mt.nosuch", "error 1146 Table 'mt.nosuch' doesn't exist"},
+           {"quit", "ok"}},
+          {"--summary-only"});
+}
+
 TEST_F(ClientTrace, CTcpMultiStatements) {
     check("c_multi", c_client_tcp({"--multi"}),
           {{"connect", "ok"}, {"query select 1; select 2, 3; do 1", "ok 2 2"}, {"quit", "ok"}});

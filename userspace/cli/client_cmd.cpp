@@ -22,6 +22,7 @@ struct ClientArgs : TraceArgs {
     bool follow_forks = false;
     bool no_tls = false;
     bool no_summary = false;
+    bool summary_only = false;
 };
 
 int run_client(const ClientArgs &a, const GlobalOptions &g) {
@@ -55,10 +56,12 @@ int run_client(const ClientArgs &a, const GlobalOptions &g) {
                       << "\n";
         }
     };
-    cb.on_event = [&](const protocol::ProtocolEvent &ev) {
-        o.write(json ? output::render_protocol_json(ev, json_opts)
-                     : output::render_protocol_text(ev, text_opts));
-    };
+    if (!a.summary_only) {
+        cb.on_event = [&](const protocol::ProtocolEvent &ev) {
+            o.write(json ? output::render_protocol_json(ev, json_opts)
+                         : output::render_protocol_text(ev, text_opts));
+        };
+    }
     if (!a.no_summary) {
         cb.on_summary = [&](const protocol::CommandSummary &s) {
             o.write(json ? output::render_command_summary_json(s)
@@ -163,7 +166,11 @@ void register_client(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     cmd->add_flag("--follow-forks", a->follow_forks, "Also trace processes the clients fork");
     cmd->add_flag("--no-tls", a->no_tls,
                   "Do not probe OpenSSL/GnuTLS for the cleartext of encrypted connections");
-    cmd->add_flag("--no-summary", a->no_summary, "No per-command summary lines");
+    auto *no_summary = cmd->add_flag("--no-summary", a->no_summary, "No per-command summary lines");
+    cmd->add_flag("--summary-only", a->summary_only,
+                  "Only one line per command (statement, result, rows, bytes, server wait): a "
+                  "query log, and much cheaper than every protocol event")
+        ->excludes(no_summary);
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_client(*a, global); }; });
 }
 

@@ -7,9 +7,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <capstone/capstone.h>
 #include <gelf.h>
 #include <libelf.h>
+
+#include "elf/disassembler.h"
 
 namespace mysqltrace::elf {
 
@@ -128,28 +129,18 @@ Result<int64_t> accessor_field_offset(const ElfFile &file, std::string_view symb
     if (!code) {
         return code.error();
     }
-    csh h = 0;
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
-        return Error{0, "capstone cannot disassemble x86-64"};
-    }
-    cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-    cs_insn *insn = nullptr;
-    size_t n = cs_disasm(h, code->data(), code->size(), sym->vaddr, 1, &insn);
-    Result<int64_t> result = Error{EINVAL, std::string(symbol) + " in " + file.path() +
-                                               " does not start with a load from its argument"};
-    if (n == 1 && insn[0].id == X86_INS_MOV && insn[0].detail->x86.op_count == 2) {
-        const cs_x86_op &dst = insn[0].detail->x86.operands[0];
-        const cs_x86_op &src = insn[0].detail->x86.operands[1];
+    Disassembler d(/*detail=*/true);
+    const cs_insn *insn = d.decode(*code, sym->vaddr);
+    if (insn != nullptr && insn->id == X86_INS_MOV && insn->detail->x86.op_count == 2) {
+        const cs_x86_op &dst = insn->detail->x86.operands[0];
+        const cs_x86_op &src = insn->detail->x86.operands[1];
         if (dst.type == X86_OP_REG && src.type == X86_OP_MEM && src.mem.base == X86_REG_RDI &&
             src.mem.index == X86_REG_INVALID && src.size == 8) {
-            result = static_cast<int64_t>(src.mem.disp);
+            return static_cast<int64_t>(src.mem.disp);
         }
     }
-    if (n > 0) {
-        cs_free(insn, n);
-    }
-    cs_close(&h);
-    return result;
+    return Error{EINVAL, std::string(symbol) + " in " + file.path() +
+                             " does not start with a load from its argument"};
 }
 
 }  // namespace mysqltrace::elf

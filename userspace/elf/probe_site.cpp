@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include <capstone/capstone.h>
+#include "elf/disassembler.h"
 
 namespace mysqltrace::elf {
 
@@ -58,53 +58,21 @@ ProbeCost cost_of(const uint8_t *b, size_t len) {
     return ProbeCost::single_stepped;
 }
 
-class Disassembler {
-  public:
-    Disassembler() { ok_ = cs_open(CS_ARCH_X86, CS_MODE_64, &h_) == CS_ERR_OK; }
-    ~Disassembler() {
-        if (ok_) {
-            cs_close(&h_);
-        }
-    }
-    // Decodes one instruction; returns its length, 0 when invalid.
-    size_t one(std::span<const uint8_t> code, std::string *text) {
-        if (!ok_ || code.empty()) {
-            return 0;
-        }
-        cs_insn *insn = nullptr;
-        size_t n = cs_disasm(h_, code.data(), code.size(), 0, 1, &insn);
-        if (n == 0) {
-            return 0;
-        }
-        size_t len = insn[0].size;
-        if (text != nullptr) {
-            *text = insn[0].mnemonic;
-            if (insn[0].op_str[0] != '\0') {
-                *text += ' ';
-                *text += insn[0].op_str;
-            }
-        }
-        cs_free(insn, n);
-        return len;
-    }
-
-  private:
-    csh h_ = 0;
-    bool ok_ = false;
-};
-
 }  // namespace
 
 ProbeCost classify_instruction(std::span<const uint8_t> code, std::string *text, size_t *length) {
     Disassembler d;
-    size_t len = d.one(code, text);
+    const cs_insn *insn = d.decode(code);
     if (length != nullptr) {
-        *length = len;
+        *length = insn != nullptr ? insn->size : 0;
     }
-    if (len == 0) {
+    if (insn == nullptr) {
         return ProbeCost::undecodable;
     }
-    return cost_of(code.data(), len);
+    if (text != nullptr) {
+        *text = Disassembler::text(*insn);
+    }
+    return cost_of(code.data(), insn->size);
 }
 
 ProbeSite place_entry_probe(std::span<const uint8_t> code, uint64_t offset) {

@@ -160,6 +160,7 @@ TEST(ProbeDelivery, UprobeExactCountFromTwoCpusInTimestampOrder) {
     EXPECT_EQ(st.dropped, 0u);
     EXPECT_EQ(st.late, 0u);
     EXPECT_EQ(st.malformed, 0u);
+    EXPECT_EQ(p->foreign_records(), 0u);
 }
 
 TEST(ProbeDelivery, UsdtInTestProgramOnlyTracedPid) {
@@ -186,6 +187,7 @@ TEST(ProbeDelivery, UsdtInTestProgramOnlyTracedPid) {
         EXPECT_EQ(evs[i].cookie, 3u);
     }
     EXPECT_EQ(p->stats().dropped, 0u);
+    EXPECT_EQ(p->foreign_records(), 0u);
 }
 
 TEST(ProbeDelivery, SyscallTracepointOnlyOwnPid) {

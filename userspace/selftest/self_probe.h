@@ -40,6 +40,8 @@ class SelfProbe {
     Result<void> flush() { return rings_->flush(); }
     const std::vector<mt_selftest_event> &events() const { return events_; }
     bpf::RingStats stats() const { return rings_->stats(); }
+    // Records that were not well-formed selftest records (should stay 0).
+    uint64_t foreign_records() const { return foreign_records_; }
     int cpu_count() const { return rings_->cpu_count(); }
 
   private:

@@ -68,6 +68,7 @@ Result<std::unique_ptr<RingSet>> RingSet::create(bpf_object *obj, const RingOpti
     }
 
     std::unique_ptr<RingSet> set(new RingSet(std::move(sink), opts));
+    set->reorder_ = std::make_unique<ReorderBuffer>(static_cast<size_t>(ncpus));
     set->stats_fd_ = bpf_map__fd(stats);
     const uint64_t size = ring_size(opts.bytes_per_cpu);
     for (int cpu = 0; cpu < ncpus; cpu++) {
@@ -123,37 +124,15 @@ void RingSet::accept(const uint8_t *data, size_t size) {
         malformed_++;
         return;
     }
-    Pending *p;
-    if (free_.empty()) {
-        pool_.push_back(std::make_unique<Pending>());
-        p = pool_.back().get();
-    } else {
-        p = free_.back();
-        free_.pop_back();
-    }
-    p->ts = hdr.ts_ns;
-    p->seq = seq_++;
-    p->bytes.assign(data, data + size);
-    heap_.push(p);
+    reorder_->push(hdr.cpu, hdr.ts_ns, std::span<const uint8_t>(data, size));
 }
 
 void RingSet::release(uint64_t up_to_ts, bool all) {
-    while (!heap_.empty()) {
-        Pending *p = heap_.top();
-        bool over_cap = heap_.size() > opts_.max_pending;
-        if (!all && !over_cap && p->ts > up_to_ts) {
-            break;
-        }
-        heap_.pop();
-        if (p->ts < last_delivered_ts_) {
-            late_++;
-        } else {
-            last_delivered_ts_ = p->ts;
-        }
-        delivered_++;
-        sink_(std::span<const uint8_t>(p->bytes.data(), p->bytes.size()));
-        free_.push_back(p);
-    }
+    reorder_->release(all ? UINT64_MAX : up_to_ts, all ? 0 : opts_.max_pending,
+                      [this](std::span<const uint8_t> record) {
+                          delivered_++;
+                          sink_(record);
+                      });
 }
 
 Result<int> RingSet::poll(int timeout_ms) {
@@ -188,7 +167,7 @@ RingStats RingSet::stats() const {
     RingStats s;
     s.delivered = delivered_;
     s.malformed = malformed_;
-    s.late = late_;
+    s.late = reorder_->late();
     int ncpus = libbpf_num_possible_cpus();
     std::vector<mt_ring_stats> per_cpu(ncpus > 0 ? static_cast<size_t>(ncpus) : 0);
     uint32_t zero = 0;

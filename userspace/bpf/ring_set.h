@@ -4,18 +4,19 @@
 // RingSet creates one BPF ring buffer per possible CPU, plugs them into a
 // loaded object's `mt_rings` array, drains all of them through one epoll set,
 // and hands records to a sink in timestamp order: records wait in a reorder
-// heap until they are older than the reorder window, so events from different
-// CPUs (one connection's thread migrating between CPUs) come out in order.
+// buffer (bpf/reorder.h) until they are older than the reorder window, so
+// events from different CPUs (one connection's thread migrating between CPUs)
+// come out in order.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <queue>
 #include <span>
 #include <vector>
 
 #include "bpf/handles.h"
+#include "bpf/reorder.h"
 #include "util/result.h"
 
 struct bpf_object;
@@ -26,9 +27,9 @@ namespace mysqltrace::bpf {
 struct RingOptions {
     // Bytes per CPU ring; rounded up to a power of two of at least a page.
     uint64_t bytes_per_cpu = 4u << 20;
-    // Records younger than this stay in the reorder heap.
+    // Records younger than this stay in the reorder buffer.
     uint64_t reorder_window_ns = 50'000'000;
-    // Records the heap may hold before the oldest are released regardless of
+    // Records the buffer may hold before the oldest are released regardless of
     // age (bounded memory when a burst arrives faster than the window).
     size_t max_pending = 1u << 20;
 };
@@ -74,17 +75,6 @@ class RingSet {
     RingStats stats() const;
 
   private:
-    struct Pending {
-        uint64_t ts;
-        uint64_t seq;
-        std::vector<uint8_t> bytes;
-    };
-    struct Later {
-        bool operator()(const Pending *a, const Pending *b) const {
-            return a->ts != b->ts ? a->ts > b->ts : a->seq > b->seq;
-        }
-    };
-
     RingSet(RecordSink sink, const RingOptions &opts) : sink_(std::move(sink)), opts_(opts) {}
     static int on_record(void *ctx, void *data, size_t size);
     void accept(const uint8_t *data, size_t size);
@@ -95,14 +85,9 @@ class RingSet {
     std::vector<Fd> rings_;
     ring_buffer *rb_ = nullptr;
     int stats_fd_ = -1;
-    std::priority_queue<Pending *, std::vector<Pending *>, Later> heap_;
-    std::vector<std::unique_ptr<Pending>> pool_;  // owns every Pending
-    std::vector<Pending *> free_;
-    uint64_t seq_ = 0;
-    uint64_t last_delivered_ts_ = 0;
+    std::unique_ptr<ReorderBuffer> reorder_;
     uint64_t delivered_ = 0;
     uint64_t malformed_ = 0;
-    uint64_t late_ = 0;
 };
 
 // Sizes an object's scratch slots (maps `scratch`, if any, and

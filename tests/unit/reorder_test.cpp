@@ -26,7 +26,8 @@ uint32_t id_of(std::span<const uint8_t> r) {
 struct Collected {
     std::vector<uint32_t> ids;
     void release(ReorderBuffer &rb, uint64_t up_to, size_t max_pending = SIZE_MAX) {
-        rb.release(up_to, max_pending, [&](std::span<const uint8_t> r) { ids.push_back(id_of(r)); });
+        rb.release(up_to, max_pending,
+                   [&](std::span<const uint8_t> r) { ids.push_back(id_of(r)); });
     }
 };
 

@@ -26,7 +26,8 @@ class ReorderBuffer {
 
     // Hands out, oldest first, every record with ts <= up_to_ts, and the
     // oldest ones beyond that while more than `max_pending` are held.
-    template <typename Sink> void release(uint64_t up_to_ts, size_t max_pending, Sink &&sink) {
+    template <typename Sink>
+    void release(uint64_t up_to_ts, size_t max_pending, Sink &&sink) {
         while (!heads_.empty()) {
             const Head h = heads_.top();
             Lane &lane = lanes_[h.lane];

@@ -8,12 +8,18 @@
 // (a MySQL server greets first: seq 0, protocol 10) and dropped there if it is
 // anything else; a socket that predates the trace is copied until userspace
 // has judged it and written its verdict into mt_socks.
+//
+// `mysqltrace run` uses the USDT programs at the end instead of the syscall
+// and TLS probes: the preloaded shim reports each call on a MySQL socket
+// once, after it returned, and already knows which sockets to follow.
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/usdt.bpf.h>
 
 #include "ring.bpf.h"
+#include "mysqltrace/abi/usdt.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -508,5 +514,144 @@ int BPF_PROG(client_exit, struct task_struct *task)
     ev->op = MT_PROC_EXIT;
     ev->child = 0;
     mt_submit(ring, ev, sizeof(*ev));
+    return 0;
+}
+
+// ---- The shim's USDT probes (include/mysqltrace/abi/usdt.h) ----
+
+SEC("usdt")
+int BPF_USDT(client_shim_io, int op, __u32 conn, int fd, __u64 ptr, __u64 len, __s64 ret, int kind,
+             int family)
+{
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    struct inflight in = {};
+    struct mt_sock_event *ev;
+    __u64 copied = 0;
+    __u32 slot;
+
+    if (!traced(tgid))
+        return 0;
+    ev = claim(&slot);
+    if (!ev)
+        return 0;
+    in.sock = MT_SHIM_SOCK(tgid, conn);
+    in.fd = fd;
+    in.family = family;
+    if (op == MT_SOCK_CONNECT) {
+        copied = copy_user(ev->data, 0, (const void *)ptr, len < 128 ? len : 128);
+    } else if (ret > 0 && op != MT_SOCK_CLOSE && op != MT_SOCK_SHUTDOWN) {
+        if (kind == MT_IO_IOV)
+            copied = copy_iov(ev->data, (const struct iovec *)ptr, len, ret);
+        else
+            copied = copy_user(ev->data, 0, (const void *)ptr, ret);
+    }
+    emit(ev, op, &in, ret, copied);
+    mt_scratch_release(slot);
+    return 0;
+}
+
+// Claims a scratch slot for an API record and fills the common fields.
+static __always_inline struct mt_api_event *api_record(__u32 *slot, __u32 tgid, __u32 phase,
+                                                       __u32 func, __u64 handle, __u32 conn)
+{
+    struct mt_api_event *ev = (struct mt_api_event *)claim(slot);
+
+    if (!ev)
+        return 0;
+    ev->handle = handle;
+    ev->sock = conn ? MT_SHIM_SOCK(tgid, conn) : 0;
+    ev->ret = 0;
+    ev->phase = phase;
+    ev->func = func;
+    ev->error_code = 0;
+    ev->thread_id = 0;
+    ev->text_len = 0;
+    ev->copied = 0;
+    __builtin_memset(ev->sqlstate, 0, sizeof(ev->sqlstate));
+    return ev;
+}
+
+static __always_inline void api_emit(struct mt_api_event *ev)
+{
+    __u64 copied = ev->copied;
+    __u64 size;
+
+    if (copied > MT_MAX_API_TEXT)
+        copied = MT_MAX_API_TEXT;
+    size = sizeof(*ev) + copied;
+    mt_fill_header(&ev->hdr, MT_EV_API, size);
+    mt_output(ev, size);
+}
+
+SEC("usdt")
+int BPF_USDT(client_shim_api_begin, int func, __u64 handle, __u32 conn, __u64 arg, __u64 arg_len)
+{
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    struct mt_api_event *ev;
+    __u64 n = arg_len;
+    __u32 slot;
+
+    if (!traced(tgid))
+        return 0;
+    ev = api_record(&slot, tgid, MT_API_BEGIN, func, handle, conn);
+    if (!ev)
+        return 0;
+    ev->text_len = arg_len > 0xffffffffu ? 0xffffffffu : arg_len;
+    if (n > MT_MAX_API_TEXT)
+        n = MT_MAX_API_TEXT;
+    barrier_var(n);
+    if (arg && n && bpf_probe_read_user(ev->data, n, (const void *)arg) == 0)
+        ev->copied = n;
+    api_emit(ev);
+    mt_scratch_release(slot);
+    return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(client_shim_api_end, int func, __u64 handle, __u32 conn, __s64 ret, __u32 error_code,
+             __u64 sqlstate, __u64 message, __u32 thread_id)
+{
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    struct mt_api_event *ev;
+    __u32 slot;
+    long n;
+
+    if (!traced(tgid))
+        return 0;
+    ev = api_record(&slot, tgid, MT_API_END, func, handle, conn);
+    if (!ev)
+        return 0;
+    ev->ret = ret;
+    ev->error_code = error_code;
+    ev->thread_id = thread_id;
+    if (sqlstate)
+        bpf_probe_read_user_str(ev->sqlstate, sizeof(ev->sqlstate), (const void *)sqlstate);
+    if (message) {
+        n = bpf_probe_read_user_str(ev->data, MT_MAX_API_TEXT, (const void *)message);
+        if (n > 1) {
+            ev->copied = n - 1;  // without the NUL
+            ev->text_len = n - 1;
+        }
+    }
+    api_emit(ev);
+    mt_scratch_release(slot);
+    return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(client_shim_trace_event, __u64 handle, int stage, int event, __u32 conn)
+{
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    struct mt_api_event *ev;
+    __u32 slot;
+
+    if (!traced(tgid))
+        return 0;
+    ev = api_record(&slot, tgid, MT_API_TRACE, stage, handle, conn);
+    if (!ev)
+        return 0;
+    ev->error_code = event;
+    api_emit(ev);
+    mt_scratch_release(slot);
     return 0;
 }

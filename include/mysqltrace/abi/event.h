@@ -21,6 +21,7 @@ enum mt_event_type {
     MT_EV_SERVER_COMMAND = 2,  // a server thread entered dispatch_command
     MT_EV_SOCK = 3,            // socket syscall of a traced client (struct mt_sock_event)
     MT_EV_PROC = 4,            // traced process forked or exited (struct mt_proc_event)
+    MT_EV_API = 5,             // the shim: a MySQL C API call (struct mt_api_event)
 };
 
 // Common header of every record. `size` is the whole record including this
@@ -111,8 +112,10 @@ enum mt_sock_state {
 
 struct mt_sock_event {
     struct mt_event_header hdr;
-    __u64 sock;  // kernel identity of the socket (struct sock address)
-    __s64 ret;   // syscall result: bytes transferred (true length) or -errno
+    // Identity of the socket: the struct sock address (syscall capture), or
+    // for the shim's probes MT_SHIM_SOCK(tgid, conn).
+    __u64 sock;
+    __s64 ret;  // syscall result: bytes transferred (true length) or -errno
     __u32 fd;
     __u16 op;       // enum mt_sock_op
     __u16 family;   // AF_INET, AF_INET6, AF_UNIX
@@ -130,4 +133,34 @@ struct mt_proc_event {
     struct mt_event_header hdr;
     __u32 op;
     __u32 child;
+};
+
+// ---- The shim (shim/, include/mysqltrace/abi/usdt.h) ----
+
+// The socket identity of the shim's connection `conn` in process `tgid`;
+// never a kernel address, so the two kinds cannot collide.
+#define MT_SHIM_SOCK(tgid, conn) (((__u64)(tgid) << 32) | (__u32)(conn))
+
+enum mt_api_phase {
+    MT_API_BEGIN = 1,  // api_begin
+    MT_API_END = 2,    // api_end
+    MT_API_TRACE = 3,  // trace_event: func = WL#6226 stage, error_code = event
+};
+
+// Bytes of statement text (begin) or error message (end) copied per call.
+#define MT_MAX_API_TEXT 512
+
+struct mt_api_event {
+    struct mt_event_header hdr;
+    __u64 handle;  // MYSQL * or MYSQL_STMT *
+    __u64 sock;    // MT_SHIM_SOCK(pid, conn), 0 when the call has no connection
+    __s64 ret;
+    __u32 phase;       // enum mt_api_phase
+    __u32 func;        // enum mt_api_func
+    __u32 error_code;  // end: mysql_errno() on failure
+    __u32 thread_id;   // end: mysql_thread_id()
+    __u32 text_len;    // true length of the text (begin: argument; end: message)
+    __u32 copied;      // bytes of it in data[]
+    char sqlstate[8];  // end: mysql_sqlstate() on failure, NUL-terminated
+    __u8 data[];
 };

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The USDT probes of libmysqltrace-shim.so (provider "mysqltrace"): their
+// names, argument lists and argument values. One definition for the shim
+// (which fires them), bpf/client.bpf.c (which reads them) and docs/run.md.
+//
+// Every probe has a semaphore (`mysqltrace_<name>_semaphore`): the shim
+// prepares arguments only while a tracer is attached. Arguments are
+// integers or user-space addresses; sizes below are what BPF reads.
+#pragma once
+
+#include "mysqltrace/abi/types.h"
+
+#define MT_USDT_PROVIDER "mysqltrace"
+
+// io(op, conn, fd, ptr, len, ret, kind, family)
+//   Fired after a socket call of a connection the shim follows returned (for
+//   close/shutdown: before the call).
+//   op      enum mt_sock_op (event.h): CONNECT, RECV, SEND, CLOSE, SHUTDOWN,
+//           TLS_RECV, TLS_SEND
+//   conn    the shim's number for the connection (1, 2, ... per process;
+//           never reused while the process lives)
+//   fd      the socket
+//   ptr     CONNECT: struct sockaddr *; RECV/SEND/TLS_*: the buffer
+//           (kind BUF) or struct iovec * (kind IOV); else 0
+//   len     CONNECT: the sockaddr length; BUF: the buffer length;
+//           IOV: the iovec count
+//   ret     the call's result: bytes transferred, 0, or -errno
+//   kind    enum mt_io_kind
+//   family  AF_INET, AF_INET6 or AF_UNIX
+#define MT_USDT_IO "io"
+
+// api_begin(func, handle, conn, arg, arg_len)
+//   A MySQL C API function was entered (the CONNECTING event for
+//   mysql_real_connect).
+//   func     enum mt_api_func
+//   handle   the MYSQL * or MYSQL_STMT * the call works on
+//   conn     the connection's number (see io), 0 if it has no socket yet
+//   arg      mysql_real_query/send_query/stmt_prepare/select_db: the
+//            statement or schema text (not NUL-terminated); else 0
+//   arg_len  its length
+#define MT_USDT_API_BEGIN "api_begin"
+
+// api_end(func, handle, conn, ret, error_code, sqlstate, message, thread_id)
+//   The function returned (for the non-blocking _start/_cont variants: the
+//   call that completed the operation).
+//   func        enum mt_api_func
+//   handle      as in api_begin (for mysql_real_connect: the MYSQL *)
+//   conn        the connection's number now (after connect: its socket's)
+//   ret         0 success, 1 failure (from the function's own convention),
+//               for mysql_stmt_fetch its return value
+//   error_code  mysql_errno() / mysql_stmt_errno() on failure, else 0
+//   sqlstate    mysql_sqlstate() on failure (char *, 5 chars + NUL), else 0
+//   message     mysql_error() on failure (char *, NUL-terminated), else 0
+//   thread_id   mysql_thread_id(): the server's connection id, 0 if none
+#define MT_USDT_API_END "api_end"
+
+// trace_event(handle, stage, event, conn)
+//   Forwarded from a client library's own WL#6226 protocol trace plugin API
+//   (Oracle libmysqlclient >= 5.7): stage and event are the library's
+//   enum protocol_stage / enum trace_event values, verbatim.
+#define MT_USDT_TRACE_EVENT "trace_event"
+
+enum mt_io_kind {
+    MT_IO_BUF = 1,  // ptr/len: one buffer
+    MT_IO_IOV = 2,  // ptr/len: an iovec array and its count
+};
+
+// MySQL C API functions the shim interposes.
+enum mt_api_func {
+    MT_API_REAL_CONNECT = 1,
+    MT_API_REAL_QUERY = 2,
+    MT_API_SEND_QUERY = 3,
+    MT_API_READ_QUERY_RESULT = 4,
+    MT_API_STORE_RESULT = 5,
+    MT_API_USE_RESULT = 6,
+    MT_API_NEXT_RESULT = 7,
+    MT_API_STMT_PREPARE = 8,
+    MT_API_STMT_EXECUTE = 9,
+    MT_API_STMT_FETCH = 10,
+    MT_API_STMT_CLOSE = 11,
+    MT_API_CHANGE_USER = 12,
+    MT_API_SELECT_DB = 13,
+    MT_API_PING = 14,
+    MT_API_CLOSE = 15,
+    MT_API_QUERY = 16,  // mysql_query (libraries may implement it without real_query)
+    MT_API_FUNC_COUNT
+};

@@ -977,11 +977,25 @@ TEST(Wl6226, CloseWhileWaitingEndsTheCommandIncomplete) {
     s.t.on_close(s.ts += 1000, 7, 8);
     EXPECT_EQ(s.c.sequence(),
               command() + ev("WAIT_FOR_RESULT", "ERROR") + ev("WAIT_FOR_RESULT", "DISCONNECTED"));
-    EXPECT_EQ(s.c.events[2].details, Seq{"error 2013: Lost connection to server during query"});
+    EXPECT_EQ(s.c.events[2].details,
+              Seq{"Client error 2013 (HY000): Lost connection to server during query"});
     EXPECT_EQ(s.c.events[2].error_code, 2013);
     ASSERT_EQ(s.c.summaries.size(), 1u);
     EXPECT_EQ(s.c.summaries[0].result, INCOMPLETE);
     EXPECT_EQ(s.t.stage(), Stage::disconnected);
+}
+
+TEST(Wl6226, ClientErrorWithoutANumberKeepsItsMessage) {
+    Collector c;
+    ConnectionTracer t(1, {}, c.on_event(), c.on_summary());
+    t.on_connect(1, 7, 8);
+    t.on_error(2, 7, 8, 0, "", "connect() to 127.0.0.1:1 failed: Connection refused");
+    t.on_close(3, 7, 8);
+    EXPECT_EQ(c.sequence(), ev("CONNECTING", "CONNECTING") + ev("CONNECTING", "ERROR") +
+                                ev("CONNECTING", "DISCONNECTED"));
+    EXPECT_EQ(c.events[1].details,
+              Seq{"Client error: connect() to 127.0.0.1:1 failed: Connection refused"});
+    EXPECT_FALSE(c.events[1].error_code.has_value());
 }
 
 TEST(Wl6226, RejectedLoginAndErrorGreeting) {

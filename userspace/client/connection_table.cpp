@@ -7,7 +7,11 @@
 #include <sys/un.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstddef>
 #include <cstring>
+
+#include "protocol/redact.h"
 
 namespace mysqltrace::client {
 
@@ -90,20 +94,7 @@ void ConnectionTable::recognise(uint64_t sock, Conn &c, bool from_start) {
     c.info.id = next_id_++;
     c.info.from_start = from_start;
     stats_.connections++;
-    c.tracer = std::make_unique<protocol::ConnectionTracer>(
-        c.info.id, options_,
-        [this](const protocol::ProtocolEvent &ev) {
-            stats_.events++;
-            if (cb_.on_event) {
-                cb_.on_event(ev);
-            }
-        },
-        [this](const protocol::CommandSummary &s) {
-            stats_.commands++;
-            if (cb_.on_summary) {
-                cb_.on_summary(s);
-            }
-        });
+    c.tracer = make_tracer(c.info.id);
     if (cb_.on_connection) {
         cb_.on_connection(c.info);
     }
@@ -118,6 +109,26 @@ void ConnectionTable::recognise(uint64_t sock, Conn &c, bool from_start) {
     }
     c.held.clear();
     c.recv_prefix.clear();
+}
+
+std::unique_ptr<protocol::ConnectionTracer> ConnectionTable::make_tracer(uint64_t id) {
+    return std::make_unique<protocol::ConnectionTracer>(
+        id, options_,
+        [this](const protocol::ProtocolEvent &ev) {
+            stats_.events++;
+            if (cb_.on_event) {
+                cb_.on_event(ev);
+            }
+        },
+        [this](const protocol::CommandSummary &s) {
+            stats_.commands++;
+            if (OpenCall *call = open_call(s.tid)) {
+                call->server_wait_ns += s.server_wait_ns;
+            }
+            if (cb_.on_summary) {
+                cb_.on_summary(s);
+            }
+        });
 }
 
 void ConnectionTable::ignore(uint64_t sock, Conn &c) {
@@ -173,29 +184,80 @@ bool ConnectionTable::judge(uint64_t sock, Conn &c, const SockRecord &r) {
     return false;
 }
 
+void ConnectionTable::on_connect_record(const SockRecord &r) {
+    const std::string peer = format_sockaddr(r.data);
+    OpenCall *call = open_call(r.tid);
+    if (call != nullptr && call->func != MT_API_REAL_CONNECT) {
+        call = nullptr;
+    }
+    if (r.ret < 0 && r.ret != -EINPROGRESS) {
+        // Only the shim reports failed connects. Inside mysql_real_connect
+        // the library's own error follows when the call returns.
+        std::string why = "connect() to " + (peer.empty() ? "the server" : peer) +
+                          " failed: " + std::strerror(static_cast<int>(-r.ret));
+        if (call != nullptr) {
+            call->connect_failure = why;
+            call->connect_peer = peer;
+        } else {
+            failed_connection(r.pid, r.tid, peer, r.ts_ns, r.ts_ns, 0, "", why);
+        }
+        return;
+    }
+    Conn c;
+    c.info.pid = r.pid;
+    c.info.fd = r.fd;
+    c.info.family = r.family;
+    c.info.peer = peer;
+    c.connect_seen = true;
+    c.connect_ts = r.ts_ns;
+    c.connect_tid = r.tid;
+    if (call != nullptr) {
+        // The library's connect call is where WL#6226 says CONNECTING.
+        c.connect_ts = call->begin_ns;
+        call->sock = r.sock;
+        handle_socks_[call->handle] = r.sock;
+    }
+    // A socket connected again (fd reuse after a missed close) starts anew.
+    conns_.erase(r.sock);
+    conns_.emplace(r.sock, std::move(c));
+}
+
+void ConnectionTable::close_conn(std::map<uint64_t, Conn>::iterator it, uint64_t ts, uint32_t pid,
+                                 uint32_t tid) {
+    if (it->second.tracer) {
+        it->second.tracer->on_close(ts, pid, tid);
+    }
+    for (auto h = handle_socks_.begin(); h != handle_socks_.end();) {
+        h = h->second == it->first ? handle_socks_.erase(h) : std::next(h);
+    }
+    conns_.erase(it);
+}
+
 void ConnectionTable::on_record(const SockRecord &r) {
     if (r.op == MT_SOCK_CONNECT) {
-        Conn c;
-        c.info.pid = r.pid;
-        c.info.fd = r.fd;
-        c.info.family = r.family;
-        c.info.peer = format_sockaddr(r.data);
-        c.connect_seen = true;
-        c.connect_ts = r.ts_ns;
-        c.connect_tid = r.tid;
-        // A socket connected again (fd reuse after a missed close) starts anew.
-        conns_.erase(r.sock);
-        conns_.emplace(r.sock, std::move(c));
+        on_connect_record(r);
         return;
     }
     auto it = conns_.find(r.sock);
-    if (r.op == MT_SOCK_CLOSE) {
-        if (it != conns_.end()) {
-            if (it->second.tracer) {
-                it->second.tracer->on_close(r.ts_ns, r.pid, r.tid);
-            }
-            conns_.erase(it);
+    if (it != conns_.end() && r.op != MT_SOCK_CLOSE) {
+        if (OpenCall *call = open_call(r.tid); call != nullptr && call->sock == 0) {
+            call->sock = r.sock;  // statement handles name no connection
         }
+    }
+    if (r.op == MT_SOCK_CLOSE) {
+        if (it == conns_.end()) {
+            return;
+        }
+        OpenCall *call = open_call(r.tid);
+        if (call != nullptr && call->sock == r.sock && it->second.tracer) {
+            // The library closes a broken connection before its call
+            // returns the error: report the error first.
+            it->second.closing = true;
+            it->second.close_ts = r.ts_ns;
+            it->second.close_tid = r.tid;
+            return;
+        }
+        close_conn(it, r.ts_ns, r.pid, r.tid);
         return;
     }
     if (r.op == MT_SOCK_SHUTDOWN) {
@@ -235,14 +297,208 @@ void ConnectionTable::on_record(const SockRecord &r) {
 
 void ConnectionTable::on_process_exit(uint32_t pid, uint64_t ts_ns) {
     for (auto it = conns_.begin(); it != conns_.end();) {
+        auto next = std::next(it);
         if (it->second.info.pid == pid) {
-            if (it->second.tracer) {
-                it->second.tracer->on_close(ts_ns, pid, pid);
-            }
-            it = conns_.erase(it);
-        } else {
-            ++it;
+            close_conn(it, it->second.closing ? it->second.close_ts : ts_ns, pid,
+                       it->second.closing ? it->second.close_tid : pid);
         }
+        it = next;
+    }
+    for (auto it = calls_.begin(); it != calls_.end();) {
+        // Calls of the process's threads never return now.
+        it = it->second.empty() || it->second.front().pid == pid ? calls_.erase(it) : std::next(it);
+    }
+}
+
+// ---- The shim's API calls ----
+
+ConnectionTable::OpenCall *ConnectionTable::open_call(uint32_t tid) {
+    if (calls_.empty()) {
+        return nullptr;
+    }
+    auto it = calls_.find(tid);
+    return it == calls_.end() || it->second.empty() ? nullptr : &it->second.back();
+}
+
+void ConnectionTable::failed_connection(uint32_t pid, uint32_t tid, const std::string &peer,
+                                        uint64_t begin_ns, uint64_t end_ns, int code,
+                                        std::string_view sqlstate, std::string_view message) {
+    ConnectionInfo info;
+    info.id = next_id_++;
+    info.pid = pid;
+    info.peer = peer;
+    info.from_start = true;
+    stats_.connections++;
+    if (cb_.on_connection) {
+        cb_.on_connection(info);
+    }
+    auto tracer = make_tracer(info.id);
+    tracer->on_connect(begin_ns, pid, tid);
+    tracer->on_error(end_ns, pid, tid, code, sqlstate, message);
+    tracer->on_close(end_ns, pid, tid);
+}
+
+void ConnectionTable::on_api(const ApiRecord &a) {
+    if (a.phase == MT_API_BEGIN) {
+        OpenCall call;
+        call.func = a.func;
+        call.pid = a.pid;
+        call.handle = a.handle;
+        call.begin_ns = a.ts_ns;
+        call.sock = a.sock != 0 ? a.sock : 0;
+        if (call.sock == 0) {
+            if (auto h = handle_socks_.find(a.handle); h != handle_socks_.end()) {
+                call.sock = h->second;
+            }
+        }
+        if (!a.text.empty() || a.text_len > 0) {
+            std::string_view text(reinterpret_cast<const char *>(a.text.data()), a.text.size());
+            call.arg = options_.show_secrets ? std::string(text) : protocol::redact_sql(text);
+            call.arg_len = a.text_len;
+        }
+        calls_[a.tid].push_back(std::move(call));
+        return;
+    }
+    if (a.phase == MT_API_END) {
+        end_call(a);
+    }
+    // MT_API_TRACE (a library's own WL#6226 events) is not reported yet: the
+    // stage machine rebuilds the same events from the connection's bytes.
+}
+
+void ConnectionTable::end_call(const ApiRecord &a) {
+    auto calls = calls_.find(a.tid);
+    if (calls == calls_.end() || calls->second.empty() || calls->second.back().func != a.func) {
+        return;  // its entry was not seen (the trace began inside the call)
+    }
+    OpenCall call = std::move(calls->second.back());
+    calls->second.pop_back();
+    if (calls->second.empty()) {
+        calls_.erase(calls);
+    }
+    const bool failed = a.func == MT_API_STMT_FETCH ? a.ret == 1 : a.ret != 0;
+    const std::string_view message(reinterpret_cast<const char *>(a.text.data()), a.text.size());
+    uint64_t sock = a.sock != 0 ? a.sock : call.sock;
+    if (a.func == MT_API_REAL_CONNECT && !failed && sock != 0) {
+        handle_socks_[a.handle] = sock;
+    }
+    auto it = sock != 0 ? conns_.find(sock) : conns_.end();
+
+    // Errors the server sent are on the wire already; the library's own
+    // (client) errors, CR_* 2000-2999, are not.
+    const bool client_error = failed && a.error_code >= 2000 && a.error_code < 3000;
+    if (a.func == MT_API_REAL_CONNECT && failed && it == conns_.end()) {
+        std::string peer = call.connect_peer;
+        failed_connection(a.pid, a.tid, peer, call.begin_ns, a.ts_ns,
+                          static_cast<int>(a.error_code), a.sqlstate,
+                          message.empty() ? std::string_view(call.connect_failure) : message);
+    } else if (client_error && it != conns_.end()) {
+        Conn &c = it->second;
+        if (!c.tracer && !c.ignored) {
+            recognise(it->first, c, c.connect_seen);  // failed before the greeting
+        }
+        if (c.tracer) {
+            uint64_t ts = c.closing ? std::min(c.close_ts, a.ts_ns) : a.ts_ns;
+            c.tracer->on_error(ts, a.pid, a.tid, static_cast<int>(a.error_code), a.sqlstate,
+                               message);
+        }
+    }
+
+    if (cb_.on_api_call) {
+        protocol::ApiCall out;
+        out.conn = it != conns_.end() ? it->second.info.id : 0;
+        out.pid = a.pid;
+        out.tid = a.tid;
+        out.func = api_func_name(a.func);
+        out.handle = a.handle;
+        out.ts_begin_ns = call.begin_ns;
+        out.ts_end_ns = a.ts_ns;
+        out.ret = a.ret;
+        out.failed = failed;
+        if (failed && a.error_code != 0) {
+            out.error_code = static_cast<uint16_t>(a.error_code);
+            out.sqlstate = std::string(a.sqlstate);
+            out.error_message = std::string(message);
+        }
+        if (a.thread_id != 0) {
+            out.server_thread_id = a.thread_id;
+        }
+        out.arg = call.arg;
+        if (call.arg && call.arg_len > call.arg->size()) {
+            out.arg_bytes = call.arg_len;
+        }
+        out.server_wait_ns = call.server_wait_ns;
+        cb_.on_api_call(out);
+    }
+    if (it != conns_.end() && it->second.closing) {
+        close_conn(it, it->second.close_ts, a.pid, it->second.close_tid);
+    }
+}
+
+bool decode_api_record(std::span<const uint8_t> record, ApiRecord *out) {
+    mt_api_event ev;
+    if (record.size() < sizeof(ev)) {
+        return false;
+    }
+    std::memcpy(&ev, record.data(), sizeof(ev));
+    if (ev.hdr.type != MT_EV_API || sizeof(ev) + ev.copied != record.size() ||
+        ev.copied > MT_MAX_API_TEXT || ev.phase < MT_API_BEGIN || ev.phase > MT_API_TRACE) {
+        return false;
+    }
+    out->ts_ns = ev.hdr.ts_ns;
+    out->pid = ev.hdr.pid;
+    out->tid = ev.hdr.tid;
+    out->phase = static_cast<mt_api_phase>(ev.phase);
+    out->func = ev.func;
+    out->handle = ev.handle;
+    out->sock = ev.sock;
+    out->ret = ev.ret;
+    out->error_code = ev.error_code;
+    out->thread_id = ev.thread_id;
+    const auto *state =
+        reinterpret_cast<const char *>(record.data() + offsetof(mt_api_event, sqlstate));
+    out->sqlstate = std::string_view(state, strnlen(state, sizeof(ev.sqlstate)));
+    out->text = record.subspan(sizeof(ev), ev.copied);
+    out->text_len = std::max(ev.text_len, ev.copied);
+    return true;
+}
+
+const char *api_func_name(uint32_t func) {
+    switch (func) {
+        case MT_API_REAL_CONNECT:
+            return "mysql_real_connect";
+        case MT_API_REAL_QUERY:
+            return "mysql_real_query";
+        case MT_API_SEND_QUERY:
+            return "mysql_send_query";
+        case MT_API_READ_QUERY_RESULT:
+            return "mysql_read_query_result";
+        case MT_API_STORE_RESULT:
+            return "mysql_store_result";
+        case MT_API_USE_RESULT:
+            return "mysql_use_result";
+        case MT_API_NEXT_RESULT:
+            return "mysql_next_result";
+        case MT_API_STMT_PREPARE:
+            return "mysql_stmt_prepare";
+        case MT_API_STMT_EXECUTE:
+            return "mysql_stmt_execute";
+        case MT_API_STMT_FETCH:
+            return "mysql_stmt_fetch";
+        case MT_API_STMT_CLOSE:
+            return "mysql_stmt_close";
+        case MT_API_CHANGE_USER:
+            return "mysql_change_user";
+        case MT_API_SELECT_DB:
+            return "mysql_select_db";
+        case MT_API_PING:
+            return "mysql_ping";
+        case MT_API_CLOSE:
+            return "mysql_close";
+        case MT_API_QUERY:
+            return "mysql_query";
+        default:
+            return "";
     }
 }
 

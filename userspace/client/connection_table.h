@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,12 +46,18 @@ class ConnectionTable {
         protocol::SummaryCallback on_summary;
         // Tell the kernel what a socket is (enum mt_sock_state).
         std::function<void(uint64_t sock, uint8_t state)> set_verdict;
+        // The shim's API calls (`mysqltrace run`), when they return.
+        std::function<void(const protocol::ApiCall &)> on_api_call;
     };
 
     ConnectionTable(protocol::TracerOptions options, Callbacks callbacks);
     ~ConnectionTable();
 
     void on_record(const SockRecord &r);
+    // A MySQL C API call entered or returned (the shim). Binds handles to
+    // connections, makes mysql_real_connect's entry the CONNECTING event and
+    // turns client-side failures into ERROR events.
+    void on_api(const ApiRecord &a);
     // The process exited: its connections end.
     void on_process_exit(uint32_t pid, uint64_t ts_ns);
 
@@ -72,6 +79,24 @@ class ConnectionTable {
         std::vector<Held> held;
         std::vector<uint8_t> recv_prefix;  // first received bytes, to spot a greeting
         std::unique_ptr<protocol::ConnectionTracer> tracer;
+        // Closed inside an API call that has not returned yet: the call's
+        // error, if any, comes before DISCONNECTED.
+        bool closing = false;
+        uint64_t close_ts = 0;
+        uint32_t close_tid = 0;
+    };
+    // An API call that has not returned yet, per thread (calls may nest).
+    struct OpenCall {
+        uint32_t func = 0;
+        uint32_t pid = 0;
+        uint64_t handle = 0;
+        uint64_t begin_ns = 0;
+        uint64_t sock = 0;  // the connection it works on, once known
+        std::optional<std::string> arg;
+        uint32_t arg_len = 0;
+        uint64_t server_wait_ns = 0;
+        std::string connect_failure;  // mysql_real_connect: the last failed connect()
+        std::string connect_peer;
     };
 
     // Judges a socket from what it carried so far: true when it is decided
@@ -80,10 +105,22 @@ class ConnectionTable {
     void recognise(uint64_t sock, Conn &c, bool from_start);
     void ignore(uint64_t sock, Conn &c);
     void feed(Conn &c, const SockRecord &r);
+    void on_connect_record(const SockRecord &r);
+    void close_conn(std::map<uint64_t, Conn>::iterator it, uint64_t ts, uint32_t pid, uint32_t tid);
+    OpenCall *open_call(uint32_t tid);
+    void end_call(const ApiRecord &a);
+    // A connection that never got a socket to the server (refused, unknown
+    // host): CONNECTING, ERROR, DISCONNECTED.
+    void failed_connection(uint32_t pid, uint32_t tid, const std::string &peer, uint64_t begin_ns,
+                           uint64_t end_ns, int code, std::string_view sqlstate,
+                           std::string_view message);
+    std::unique_ptr<protocol::ConnectionTracer> make_tracer(uint64_t id);
 
     protocol::TracerOptions options_;
     Callbacks cb_;
-    std::map<uint64_t, Conn> conns_;  // by kernel socket identity
+    std::map<uint64_t, Conn> conns_;                   // by kernel socket identity
+    std::map<uint32_t, std::vector<OpenCall>> calls_;  // by thread
+    std::map<uint64_t, uint64_t> handle_socks_;        // MYSQL * -> socket identity
     uint64_t next_id_ = 1;
     TableStats stats_;
 };

@@ -33,6 +33,12 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
     if (auto r = bpf::size_scratch_slots(c->skel_->obj); !r) {
         return r.error();
     }
+    const bool shim = !opts.shim_path.empty();
+    if (shim) {
+        // The shim reports the I/O itself: no syscall probes on the machine.
+        bpf_program__set_autoattach(c->skel_->progs.client_sys_enter, false);
+        bpf_program__set_autoattach(c->skel_->progs.client_sys_exit, false);
+    }
     if (int err = ::client::load(c->skel_); err != 0) {
         return make_error(err, "cannot load the client BPF programs");
     }
@@ -53,7 +59,11 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
     if (int err = ::client::attach(c->skel_); err != 0) {
         return make_error(err, "cannot attach the socket syscall tracepoints");
     }
-    if (opts.tls) {
+    if (shim) {
+        if (auto r = c->attach_shim(opts.shim_path); !r) {
+            return r.error();
+        }
+    } else if (opts.tls) {
         for (pid_t pid : opts.pids) {
             if (auto r = c->attach_tls(pid); !r) {
                 return r.error();
@@ -88,6 +98,27 @@ Result<void> SocketCapture::attach_tls(pid_t pid) {
     return {};
 }
 
+Result<void> SocketCapture::attach_shim(const std::string &path) {
+    const std::pair<bpf_program *, const char *> probes[] = {
+        {skel_->progs.client_shim_io, MT_USDT_IO},
+        {skel_->progs.client_shim_api_begin, MT_USDT_API_BEGIN},
+        {skel_->progs.client_shim_api_end, MT_USDT_API_END},
+        {skel_->progs.client_shim_trace_event, MT_USDT_TRACE_EVENT},
+    };
+    for (const auto &[prog, name] : probes) {
+        // Every process that maps the shim gets the probe; the pid filter in
+        // BPF keeps the traced ones.
+        bpf_link *l =
+            bpf_program__attach_usdt(prog, -1, path.c_str(), MT_USDT_PROVIDER, name, nullptr);
+        if (l == nullptr) {
+            return make_error(errno, std::string("cannot attach to the USDT probe ") +
+                                         MT_USDT_PROVIDER + ":" + name + " of " + path);
+        }
+        links_.emplace_back(l);
+    }
+    return {};
+}
+
 SocketCapture::~SocketCapture() {
     // Each uprobe removal waits for a grace period and the kernel serialises
     // them (~50 ms each here): ending a trace with TLS probes takes ~0.6 s.
@@ -112,6 +143,15 @@ void SocketCapture::on_record(std::span<const uint8_t> rec) {
             sinks_.on_exit(ev.hdr.pid, ev.hdr.ts_ns);
         } else if (ev.op == MT_PROC_FORK && sinks_.on_fork) {
             sinks_.on_fork(ev.hdr.pid, ev.child);
+        }
+        return;
+    }
+    if (hdr.type == MT_EV_API) {
+        ApiRecord a;
+        if (!decode_api_record(rec, &a)) {
+            undecodable_++;
+        } else if (sinks_.on_api) {
+            sinks_.on_api(a);
         }
         return;
     }

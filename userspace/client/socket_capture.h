@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Loads bpf/client.bpf.c for a set of client processes and delivers their
-// socket syscalls (and forks/exits) in timestamp order.
+// socket I/O (and forks/exits, and in shim mode API calls) in timestamp order.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,9 @@ struct CaptureOptions {
     uint32_t snaplen = 16384;
     bool follow_forks = false;
     bool tls = true;  // probe TLS libraries for cleartext
+    // Non-empty: `mysqltrace run` mode. The processes have this shim
+    // preloaded; its USDT probes replace the syscall and TLS probes.
+    std::string shim_path;
     bpf::RingOptions ring;
 };
 
@@ -31,6 +34,7 @@ struct CaptureSinks {
     std::function<void(const SockRecord &)> on_sock;
     std::function<void(uint32_t pid, uint64_t ts_ns)> on_exit;
     std::function<void(uint32_t parent, uint32_t child)> on_fork;
+    std::function<void(const ApiRecord &)> on_api;  // shim mode
 };
 
 class SocketCapture {
@@ -50,6 +54,7 @@ class SocketCapture {
     SocketCapture() = default;
     void on_record(std::span<const uint8_t> rec);
     Result<void> attach_tls(pid_t pid);
+    Result<void> attach_shim(const std::string &path);
 
     ::client *skel_ = nullptr;
     std::unique_ptr<bpf::RingSet> rings_;

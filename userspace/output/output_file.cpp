@@ -9,13 +9,18 @@
 
 namespace mysqltrace::output {
 
-Result<std::unique_ptr<OutputFile>> OutputFile::open(const std::string &path) {
+Result<std::unique_ptr<OutputFile>> OutputFile::open(const std::string &path, bool to_stderr) {
     // A reader that goes away (| head) must end in a message, not SIGPIPE.
     std::signal(SIGPIPE, SIG_IGN);
     std::unique_ptr<OutputFile> o(new OutputFile());
     if (path.empty() || path == "-") {
-        o->f_ = stdout;
-        o->name_ = "standard output";
+        o->f_ = to_stderr ? stderr : stdout;
+        o->name_ = to_stderr ? "standard error" : "standard output";
+        if (to_stderr) {
+            // Unbuffered by default: one write per event would be slow.
+            // Messages through std::cerr share the buffer and flush it.
+            std::setvbuf(stderr, nullptr, _IOFBF, 1 << 16);
+        }
         return o;
     }
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Where rendered output goes: stdout or a file created 0600 and never through
+// Where rendered output goes: stdout (or stderr) or a file created 0600 and never through
 // a symlink. A write error (disk full, closed pipe) disables the output with
 // one clear message instead of killing the trace (as WL#4878 asks).
 #pragma once
@@ -15,8 +15,10 @@ namespace mysqltrace::output {
 
 class OutputFile {
   public:
-    // "-" or empty: stdout.
-    static Result<std::unique_ptr<OutputFile>> open(const std::string &path);
+    // "-" or empty: stdout (stderr with to_stderr, for `run`, whose command
+    // owns stdout).
+    static Result<std::unique_ptr<OutputFile>> open(const std::string &path,
+                                                    bool to_stderr = false);
     ~OutputFile();
     OutputFile(const OutputFile &) = delete;
     OutputFile &operator=(const OutputFile &) = delete;

@@ -112,4 +112,31 @@ std::string render_command_summary_json(const CommandSummary &s) {
     return line(command_summary_json(s));
 }
 
+json api_call_json(const protocol::ApiCall &call) {
+    json j;
+    j["kind"] = "api";
+    j["conn"] = call.conn;
+    j["pid"] = call.pid;
+    j["tid"] = call.tid;
+    j["ts_start_ns"] = call.ts_begin_ns;
+    j["ts_end_ns"] = call.ts_end_ns;
+    j["function"] = call.func;
+    j["handle"] = call.handle;
+    j["ret"] = call.ret;
+    j["failed"] = call.failed;
+    put(j, "error_code", call.error_code);
+    put(j, "sqlstate", call.sqlstate);
+    put(j, "error_message", call.error_message);
+    put(j, "server_thread_id", call.server_thread_id);
+    put(j, call.func == "mysql_select_db" ? "schema" : "sql", call.arg);
+    put(j, "sql_bytes", call.arg_bytes);
+    j["server_wait_ns"] = call.server_wait_ns;
+    j["duration_ns"] = call.ts_end_ns - call.ts_begin_ns;
+    return j;
+}
+
+std::string render_api_call_json(const protocol::ApiCall &call) {
+    return line(api_call_json(call));
+}
+
 }  // namespace mysqltrace::output

@@ -10,6 +10,10 @@
 // ts_start_ns, ts_end_ns, command, sql, sql_bytes, statement_id, result, rows,
 // result_sets, affected_rows, error_code, error_message, bytes_sent,
 // bytes_received, server_wait_ns, duration_ns.
+// Shim API calls (`mysqltrace run`): "kind":"api" with conn, pid, tid,
+// ts_start_ns, ts_end_ns, function, handle, ret, failed, error_code, sqlstate,
+// error_message, server_thread_id, sql (or schema), sql_bytes,
+// server_wait_ns, duration_ns.
 // sql is what the capture kept of the statement; sql_bytes, present only
 // when that is not all of it, is the statement's true length.
 // Bytes that are not valid UTF-8 (binary values, cut strings) are replaced
@@ -34,5 +38,7 @@ nlohmann::json command_summary_json(const protocol::CommandSummary &s);
 std::string render_protocol_json(const protocol::ProtocolEvent &ev,
                                  const ProtocolJsonOptions &options = {});
 std::string render_command_summary_json(const protocol::CommandSummary &s);
+nlohmann::json api_call_json(const protocol::ApiCall &call);
+std::string render_api_call_json(const protocol::ApiCall &call);
 
 }  // namespace mysqltrace::output

@@ -175,4 +175,43 @@ std::string render_command_summary_text(const CommandSummary &s,
     return out;
 }
 
+std::string render_api_call_text(const protocol::ApiCall &call,
+                                 const ProtocolTextOptions &options) {
+    std::string out = prefix(call.conn, call.ts_end_ns, call.pid, call.tid, options);
+    char handle[32];
+    std::snprintf(handle, sizeof(handle), "0x%llx", static_cast<unsigned long long>(call.handle));
+    out += "api: " + call.func + "(" + handle + ") -> ";
+    if (call.func == "mysql_stmt_fetch" && !call.failed) {
+        out += call.ret == 0     ? "OK"
+               : call.ret == 100 ? "NO_DATA"
+               : call.ret == 101 ? "DATA_TRUNCATED"
+                                 : std::to_string(call.ret);
+    } else {
+        out += call.failed ? "FAILED" : "OK";
+    }
+    if (call.error_code) {
+        out += " " + std::to_string(*call.error_code);
+        if (!call.sqlstate.empty()) {
+            out += " (" + escape_text(call.sqlstate) + ")";
+        }
+        out += ": " + escape_text(call.error_message);
+    }
+    const uint64_t total = call.ts_end_ns - call.ts_begin_ns;
+    out += "; time: " + duration(total);
+    if (call.server_wait_ns > 0) {
+        out += "; server wait: " + duration(call.server_wait_ns);
+        out += "; in client: " +
+               duration(total > call.server_wait_ns ? total - call.server_wait_ns : 0);
+    }
+    if (call.server_thread_id) {
+        out += "; server thread: " + std::to_string(*call.server_thread_id);
+    }
+    if (call.arg) {
+        out += (call.func == "mysql_select_db" ? "; schema: " : "; SQL: ") +
+               cut_text(*call.arg, options.max_value_chars, call.arg_bytes);
+    }
+    out += '\n';
+    return out;
+}
+
 }  // namespace mysqltrace::output

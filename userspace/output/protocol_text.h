@@ -39,6 +39,11 @@ std::string render_protocol_text(const protocol::ProtocolEvent &ev,
 //   mysqltrace: <conn>: summary: COM_QUERY -> ROWS; rows: 3; ...; SQL: select 1
 std::string render_command_summary_text(const protocol::CommandSummary &s,
                                         const ProtocolTextOptions &options = {});
+// One line, ending with '\n', for a shim API call (`mysqltrace run`):
+//   mysqltrace: <conn>: api: mysql_real_query(0x5581...) -> OK; time: 95.2 us;
+//   server wait: 80.1 us; in client: 15.1 us; SQL: select 1
+std::string render_api_call_text(const protocol::ApiCall &call,
+                                 const ProtocolTextOptions &options = {});
 // 16 bytes a line: offset-free hex in two groups of 8, then printable ASCII.
 std::string hex_dump(std::span<const uint8_t> bytes, const std::string &indent);
 // Printable ASCII kept; \n, \t, \r, \\ and other bytes < 0x20 or 0x7F escaped.

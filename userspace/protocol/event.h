@@ -135,4 +135,26 @@ struct CommandSummary {
     uint64_t server_wait_ns = 0;
 };
 
+// A MySQL C API call seen by the shim (`mysqltrace run`), reported when it
+// returns: the call's boundaries, its handle and, on failure, the library's
+// own error.
+struct ApiCall {
+    uint64_t conn = 0;  // the connection it worked on; 0 if none is known
+    uint32_t pid = 0;
+    uint32_t tid = 0;
+    std::string func;  // "mysql_real_query"
+    uint64_t handle = 0;
+    uint64_t ts_begin_ns = 0;
+    uint64_t ts_end_ns = 0;
+    int64_t ret = 0;  // 0 success, 1 failure; mysql_stmt_fetch: its own value
+    bool failed = false;
+    std::optional<uint16_t> error_code;
+    std::string sqlstate;
+    std::string error_message;
+    std::optional<uint32_t> server_thread_id;  // mysql_thread_id() after the call
+    std::optional<std::string> arg;            // statement or schema (redacted unless asked)
+    std::optional<uint64_t> arg_bytes;         // its true length when arg holds only its start
+    uint64_t server_wait_ns = 0;               // of the call's time, spent waiting for the server
+};
+
 }  // namespace mysqltrace::protocol

@@ -490,10 +490,16 @@ void ConnectionTracer::on_error(uint64_t ts_ns, uint32_t pid, uint32_t tid, int 
     }
     Ctx ctx{ts_ns, pid, tid};
     ProtocolEvent ev = make_event(TraceEvent::error, stage_, ts_ns, ctx);
-    ev.error_code = static_cast<uint16_t>(code);
     ev.sqlstate = std::string(sqlstate);
     ev.error_message = std::string(message);
-    ev.details.push_back("error " + std::to_string(code) + ": " + std::string(message));
+    if (code > 0) {
+        ev.error_code = static_cast<uint16_t>(code);
+        ev.details.push_back("Client error " + std::to_string(code) +
+                             (sqlstate.empty() ? "" : " (" + std::string(sqlstate) + ")") + ": " +
+                             std::string(message));
+    } else {
+        ev.details.push_back("Client error: " + std::string(message));
+    }
     emit(ev);
 }
 

@@ -105,7 +105,8 @@ class ConnectionTracer {
     // client; true_len - copied bytes followed but were not copied.
     void feed(Direction dir, Source src, const uint8_t *data, size_t copied, size_t true_len,
               uint64_t ts_ns, uint32_t pid, uint32_t tid);
-    // An error the client itself detected (from the shim: errno, API error).
+    // An error the client itself detected (from the shim: the library's error
+    // number, SQLSTATE and message; code 0 when only the message is known).
     void on_error(uint64_t ts_ns, uint32_t pid, uint32_t tid, int code, std::string_view sqlstate,
                   std::string_view message);
     void on_close(uint64_t ts_ns, uint32_t pid, uint32_t tid);

@@ -1,148 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include <iostream>
-#include <set>
+#include <string>
 
-#include "client/connection_table.h"
-#include "client/socket_capture.h"
-#include "cli/command.h"
-#include "output/output_file.h"
-#include "output/protocol_json.h"
-#include "output/protocol_text.h"
-#include "trace/trace_loop.h"
+#include "cli/protocol_trace.h"
 
 namespace mysqltrace::cli {
 
 namespace {
 
-struct ClientArgs : TraceArgs {
+struct ClientArgs : ProtocolArgs {
     std::vector<pid_t> pids;
-    uint32_t snaplen = 16384;
-    bool dump = false;
-    bool show_secrets = false;
     bool follow_forks = false;
     bool no_tls = false;
-    bool no_summary = false;
-    bool summary_only = false;
 };
 
 int run_client(const ClientArgs &a, const GlobalOptions &g) {
-    auto out = output::OutputFile::open(a.output);
-    if (!out) {
-        std::cerr << "mysqltrace: " << out.error().message << "\n";
-        return kExitFailure;
-    }
-    auto &o = **out;
-    const bool json = a.format == "json";
-    output::ProtocolTextOptions text_opts;
-    text_opts.dump = a.dump;
-    text_opts.timestamps = true;
-    output::Clock clock;
-    text_opts.clock = &clock;
-    output::ProtocolJsonOptions json_opts;
-    json_opts.dump = a.dump;
-
-    protocol::TracerOptions topts;
-    topts.show_secrets = a.show_secrets;
-    topts.keep_packets = a.dump;
-
-    std::unique_ptr<client::SocketCapture> capture;
-    client::ConnectionTable::Callbacks cb;
-    cb.on_connection = [&](const client::ConnectionInfo &c) {
-        if (g.verbose > 0) {
-            std::cerr << "mysqltrace: connection " << c.id << ": pid " << c.pid << " fd " << c.fd
-                      << (c.peer.empty() ? "" : " to " + c.peer)
-                      << (c.from_start ? ""
-                                       : " (open before the trace: joined at the next command)")
-                      << "\n";
-        }
-    };
-    if (!a.summary_only) {
-        cb.on_event = [&](const protocol::ProtocolEvent &ev) {
-            o.write(json ? output::render_protocol_json(ev, json_opts)
-                         : output::render_protocol_text(ev, text_opts));
-        };
-    }
-    if (!a.no_summary) {
-        cb.on_summary = [&](const protocol::CommandSummary &s) {
-            o.write(json ? output::render_command_summary_json(s)
-                         : output::render_command_summary_text(s, text_opts));
-        };
-    }
-    cb.set_verdict = [&](uint64_t sock, uint8_t state) {
-        if (capture) {
-            capture->set_verdict(sock, state);
-        }
-    };
-    client::ConnectionTable table(topts, cb);
-
-    client::CaptureOptions copts;
-    copts.pids = a.pids;
-    copts.snaplen = a.snaplen;
-    copts.follow_forks = a.follow_forks;
-    copts.tls = !a.no_tls;
-    copts.ring.bytes_per_cpu = a.ring_kib << 10;
-    client::CaptureSinks sinks;
-    sinks.on_sock = [&](const client::SockRecord &r) { table.on_record(r); };
-    // Processes traced now: the given ones, plus children when following forks.
-    std::set<uint32_t> live(a.pids.begin(), a.pids.end());
-    sinks.on_exit = [&](uint32_t pid, uint64_t ts) {
-        table.on_process_exit(pid, ts);
-        live.erase(pid);
-        if (g.verbose > 0) {
-            std::cerr << "mysqltrace: process " << pid << " exited\n";
-        }
-    };
-    sinks.on_fork = [&](uint32_t parent, uint32_t child) {
-        live.insert(child);
-        if (g.verbose > 0) {
-            std::cerr << "mysqltrace: following fork " << parent << " -> " << child << "\n";
-        }
-    };
-    auto cap = client::SocketCapture::attach(copts, sinks);
-    if (!cap) {
-        std::cerr << "mysqltrace: " << cap.error().message << "\n";
-        return kExitFailure;
-    }
-    capture = std::move(cap).value();
-    if (g.verbose > 0) {
-        for (const auto &t : capture->tls_probes()) {
-            std::cerr << "mysqltrace: TLS cleartext from " << t << "\n";
-        }
-    }
-
-    std::cerr << "mysqltrace: tracing MySQL connections of pid";
+    ProtocolSession s;
+    s.pids = a.pids;
+    s.follow_forks = a.follow_forks;
+    s.tls = !a.no_tls;
+    s.banner = "tracing MySQL connections of pid";
     for (pid_t p : a.pids) {
-        std::cerr << " " << p;
+        s.banner += " " + std::to_string(p);
     }
-    std::cerr << "; Ctrl-C to stop\n";
-    trace::LoopOptions lo;
-    lo.duration_s = a.duration;
-    if (a.follow_forks) {
-        // Children may outlive the processes named: stop when the last
-        // traced process, named or forked, has exited.
-        lo.all_exited = [&] { return live.empty(); };
-    } else {
-        lo.targets = a.pids;
-    }
-    lo.on_tick = [&] {
-        o.flush();
-        if (g.verbose > 0) {
-            auto st = capture->rings().stats();
-            std::cerr << "mysqltrace: " << table.stats().connections << " connections, "
-                      << table.stats().events << " events, " << st.dropped << " dropped\n";
-        }
-    };
-    auto stop = trace::run_loop(capture->rings(), lo);
-    auto flushed = capture->rings().flush();
-    o.flush();
-    const auto &ts = table.stats();
-    std::string totals = std::to_string(ts.connections) + " connections, " +
-                         std::to_string(ts.commands) + " commands, " + std::to_string(ts.events) +
-                         " events, " + std::to_string(ts.bytes) + " bytes";
-    if (ts.bytes_not_copied > 0) {
-        totals += " (" + std::to_string(ts.bytes_not_copied) + " beyond --snaplen)";
-    }
-    return report_end(totals, capture->rings().stats(), stop, flushed);
+    return run_protocol_trace(a, s, g);
 }
 
 }  // namespace
@@ -156,21 +36,10 @@ void register_client(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     auto a = std::make_shared<ClientArgs>();
     cmd->add_option("-p,--pid", a->pids, "Process id of a client to trace (repeatable)")
         ->required();
-    add_trace_options(cmd, *a, {"text", "json"});
-    cmd->add_option("--snaplen", a->snaplen, "Bytes copied per socket syscall (true length kept)")
-        ->check(CLI::Range(64, MT_MAX_SNAPLEN))
-        ->capture_default_str();
-    cmd->add_flag("--dump", a->dump, "Add hex dumps of packets");
-    cmd->add_flag("--show-secrets", a->show_secrets,
-                  "Do not redact authentication data and password literals");
+    add_protocol_options(cmd, *a);
     cmd->add_flag("--follow-forks", a->follow_forks, "Also trace processes the clients fork");
     cmd->add_flag("--no-tls", a->no_tls,
                   "Do not probe OpenSSL/GnuTLS for the cleartext of encrypted connections");
-    auto *no_summary = cmd->add_flag("--no-summary", a->no_summary, "No per-command summary lines");
-    cmd->add_flag("--summary-only", a->summary_only,
-                  "Only one line per command (statement, result, rows, bytes, server wait): a "
-                  "query log, and much cheaper than every protocol event")
-        ->excludes(no_summary);
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_client(*a, global); }; });
 }
 

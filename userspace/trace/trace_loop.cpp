@@ -55,6 +55,7 @@ Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts) {
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, nullptr);
     bpf::Fd sigfd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
     bpf::Fd ep(epoll_create1(EPOLL_CLOEXEC));
@@ -114,7 +115,13 @@ Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts) {
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
             if (tag == kSignal) {
-                return StopReason::signal;
+                signalfd_siginfo si{};
+                while (read(sigfd.get(), &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+                    if (!opts.on_signal || opts.on_signal(static_cast<int>(si.ssi_signo))) {
+                        return StopReason::signal;
+                    }
+                }
+                continue;
             }
             if (tag >= kTargetBase && !exited[tag - kTargetBase]) {
                 exited[tag - kTargetBase] = true;

@@ -26,14 +26,18 @@ struct LoopOptions {
     // Asked after each batch of records: true ends the trace as
     // targets_exited (processes followed across forks end this way).
     std::function<bool()> all_exited;
+    // SIGINT, SIGTERM or SIGHUP arrived: true ends the trace (the default
+    // without a handler), false goes on (`run` waits for its command).
+    std::function<bool(int signo)> on_signal;
 };
 
 // "0 records dropped", or with the reasons: ring buffers full, or every
 // scratch slot of a CPU taken.
 std::string drop_summary(const bpf::RingStats &st);
 
-// SIGINT and SIGTERM are blocked for the whole process and read through a
-// signalfd while the loop runs, so a Ctrl-C always ends in a clean flush.
+// SIGINT, SIGTERM and SIGHUP are blocked for the whole process and read
+// through a signalfd while the loop runs, so a Ctrl-C always ends in a clean
+// flush.
 Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts);
 
 }  // namespace mysqltrace::trace

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// ConnectionTable fed with the shim's records: API calls and failed connects.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "client/connection_table.h"
+
+namespace mysqltrace::client {
+namespace {
+
+struct Collected {
+    std::vector<protocol::ProtocolEvent> events;
+    std::vector<protocol::ApiCall> calls;
+    ConnectionTable::Callbacks callbacks() {
+        ConnectionTable::Callbacks cb;
+        cb.on_event = [this](const protocol::ProtocolEvent &e) { events.push_back(e); };
+        cb.on_api_call = [this](const protocol::ApiCall &c) { calls.push_back(c); };
+        return cb;
+    }
+    std::vector<std::string> sequence() const {
+        std::vector<std::string> out;
+        for (const auto &e : events) {
+            out.push_back(std::to_string(e.conn) + " " + protocol::stage_name(e.stage) + " " +
+                          protocol::event_name(e.event) + " @" + std::to_string(e.ts_ns));
+        }
+        return out;
+    }
+};
+
+constexpr uint32_t kPid = 100, kTid = 101;
+
+std::vector<uint8_t> loopback(uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::vector<uint8_t> b(sizeof(a));
+    std::memcpy(b.data(), &a, sizeof(a));
+    return b;
+}
+
+SockRecord connect_record(uint64_t ts, uint32_t conn, int64_t ret,
+                          const std::vector<uint8_t> &addr) {
+    SockRecord r;
+    r.ts_ns = ts;
+    r.pid = kPid;
+    r.tid = kTid;
+    r.sock = MT_SHIM_SOCK(kPid, conn);
+    r.fd = 5;
+    r.op = MT_SOCK_CONNECT;
+    r.family = AF_INET;
+    r.ret = ret;
+    r.data = addr;
+    return r;
+}
+
+ApiRecord api(uint64_t ts, mt_api_phase phase, uint32_t func) {
+    ApiRecord a;
+    a.ts_ns = ts;
+    a.pid = kPid;
+    a.tid = kTid;
+    a.phase = phase;
+    a.func = func;
+    a.handle = 0x1000;
+    return a;
+}
+
+TEST(ConnectionTableApi, RefusedConnectOutsideTheApiUsesTheErrno) {
+    Collected c;
+    ConnectionTable t({}, c.callbacks());
+    auto addr = loopback(1);
+    t.on_record(connect_record(10, 1, -ECONNREFUSED, addr));
+    EXPECT_EQ(c.sequence(),
+              (std::vector<std::string>{"1 CONNECTING CONNECTING @10", "1 CONNECTING ERROR @10",
+                                        "1 CONNECTING DISCONNECTED @10"}));
+    ASSERT_EQ(c.events.size(), 3u);
+    EXPECT_FALSE(c.events[1].error_code.has_value());
+    EXPECT_EQ(c.events[1].error_message,
+              "connect() to 127.0.0.1:1 failed: " + std::string(std::strerror(ECONNREFUSED)));
+    EXPECT_EQ(t.stats().connections, 1u);
+    EXPECT_EQ(t.open_connections(), 0u);
+}
+
+TEST(ConnectionTableApi, FailedRealConnectReportsTheLibrarysErrorOnce) {
+    Collected c;
+    ConnectionTable t({}, c.callbacks());
+    auto addr = loopback(1);
+    t.on_api(api(5, MT_API_BEGIN, MT_API_REAL_CONNECT));
+    // The library tries twice; neither attempt is a connection of its own.
+    t.on_record(connect_record(10, 1, -ECONNREFUSED, addr));
+    t.on_record(connect_record(20, 2, -ECONNREFUSED, addr));
+    ApiRecord end = api(30, MT_API_END, MT_API_REAL_CONNECT);
+    end.ret = 1;
+    end.error_code = 2003;
+    end.sqlstate = "HY000";
+    std::string msg = "Can't connect to server on '127.0.0.1' (111)";
+    end.text = std::span<const uint8_t>(reinterpret_cast<const uint8_t *>(msg.data()), msg.size());
+    end.text_len = static_cast<uint32_t>(msg.size());
+    t.on_api(end);
+    EXPECT_EQ(c.sequence(),
+              (std::vector<std::string>{"1 CONNECTING CONNECTING @5", "1 CONNECTING ERROR @30",
+                                        "1 CONNECTING DISCONNECTED @30"}));
+    ASSERT_EQ(c.events.size(), 3u);
+    EXPECT_EQ(c.events[1].error_code, 2003);
+    EXPECT_EQ(c.events[1].sqlstate, "HY000");
+    EXPECT_EQ(c.events[1].error_message, msg);
+    ASSERT_EQ(c.calls.size(), 1u);
+    EXPECT_EQ(c.calls[0].func, "mysql_real_connect");
+    EXPECT_TRUE(c.calls[0].failed);
+    EXPECT_EQ(c.calls[0].error_code, 2003);
+    EXPECT_EQ(c.calls[0].ts_begin_ns, 5u);
+    EXPECT_EQ(c.calls[0].ts_end_ns, 30u);
+    EXPECT_EQ(c.calls[0].conn, 0u);  // it never had a connection
+}
+
+TEST(ConnectionTableApi, ConnectInsideRealConnectStartsAtTheCallsEntry) {
+    Collected c;
+    ConnectionTable t({}, c.callbacks());
+    auto addr = loopback(3306);
+    t.on_api(api(5, MT_API_BEGIN, MT_API_REAL_CONNECT));
+    t.on_record(connect_record(10, 1, 0, addr));
+    // The start of a server greeting: length, seq 0, protocol 10, version.
+    std::vector<uint8_t> greeting = {40, 0, 0, 0, 10, '1', '1', '.', '0', 0};
+    greeting.resize(44, 0);
+    SockRecord r = connect_record(12, 1, static_cast<int64_t>(greeting.size()), addr);
+    r.op = MT_SOCK_RECV;
+    r.data = greeting;
+    t.on_record(r);
+    ASSERT_FALSE(c.events.empty());
+    EXPECT_EQ(c.sequence().front(), "1 CONNECTING CONNECTING @5");
+    // A statement call with no connection of its own is tied to the
+    // connection its thread talked on.
+    t.on_api(api(40, MT_API_BEGIN, MT_API_STMT_EXECUTE));
+    SockRecord send = connect_record(41, 1, 3, addr);
+    send.op = MT_SOCK_SEND;
+    std::vector<uint8_t> bytes = {1, 2, 3};
+    send.data = bytes;
+    t.on_record(send);
+    t.on_api(api(50, MT_API_END, MT_API_STMT_EXECUTE));
+    ASSERT_EQ(c.calls.size(), 1u);
+    EXPECT_EQ(c.calls[0].conn, 1u);
+    EXPECT_FALSE(c.calls[0].failed);
+}
+
+TEST(ConnectionTableApi, UnmatchedEndIsIgnored) {
+    Collected c;
+    ConnectionTable t({}, c.callbacks());
+    t.on_api(api(50, MT_API_END, MT_API_REAL_QUERY));
+    EXPECT_TRUE(c.calls.empty());
+    EXPECT_TRUE(c.events.empty());
+}
+
+}  // namespace
+}  // namespace mysqltrace::client

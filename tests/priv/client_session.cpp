@@ -20,7 +20,7 @@ std::string testprog(const std::string &name) {
     return std::string(MYSQLTRACE_TESTPROGS_DIR) + "/" + name;
 }
 
-GatedClient::GatedClient(const std::vector<std::string> &argv) {
+GatedClient::GatedClient(const std::vector<std::string> &argv, const std::string &stderr_path) {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
         return;
@@ -30,6 +30,10 @@ GatedClient::GatedClient(const std::vector<std::string> &argv) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(in[0], 0);
         dup2(out[1], 1);
+        if (!stderr_path.empty()) {
+            int fd = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            dup2(fd, 2);
+        }
         std::vector<char *> args = {const_cast<char *>("/bin/sh"), const_cast<char *>("-c"),
                                     const_cast<char *>("read _gate && exec \"$@\""),
                                     const_cast<char *>("gate")};
@@ -130,6 +134,36 @@ TracedSession run_traced(const std::vector<std::string> &client_argv,
     return s;
 }
 
+TracedSession run_under_run(const std::vector<std::string> &client_argv,
+                            const std::vector<Step> &steps,
+                            const std::vector<std::string> &tracer_args,
+                            const std::string &out_path) {
+    TracedSession s;
+    std::vector<std::string> argv = {MYSQLTRACE_BINARY, "run", "--output", out_path};
+    argv.insert(argv.end(), tracer_args.begin(), tracer_args.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), client_argv.begin(), client_argv.end());
+    const std::string err_path = out_path + ".stderr";
+    {
+        GatedClient client(argv, err_path);
+        client.open_gate();
+        for (const auto &step : steps) {
+            s.answers.push_back(client.command(step.command));
+        }
+        s.tracer_exit = client.finish();
+    }
+    auto slurp = [](const std::string &path) {
+        std::ifstream in(path);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    };
+    s.tracer_stderr = slurp(err_path);
+    s.trace = slurp(out_path);
+    s.normalised = normalise_trace(s.trace);
+    return s;
+}
+
 std::string normalise_trace(const std::string &trace,
                             const std::vector<std::pair<std::string, std::string>> &paths) {
     struct Rule {
@@ -147,6 +181,10 @@ std::string normalise_trace(const std::string &trace,
         add(R"(Connection attributes: .*)", "Connection attributes: <attributes>");
         add(R"(server wait: [^;\n]+; total: [^;\n]+)", "server wait: <t>; total: <t>");
         add(R"(Uptime: .*)", "Uptime: <statistics>");
+        // API call lines of `mysqltrace run`.
+        add(R"((api: \w+)\(0x[0-9a-f]+\))", "$1(<handle>)");
+        add(R"(; time: [^;\n]+(; server wait: [^;\n]+; in client: [^;\n]+)?)", "; time: <t>");
+        add(R"(; server thread: \d+)", "; server thread: <id>");
         // The login packet carries the client's pid among its attributes.
         add(R"(((?:event: SEND_AUTH_RESPONSE|    CHANGE_USER: .*)\n(?:    .*\n)*.*event: PACKET_SENT\n    packet sent: )\d+)",
             "$1<n>");

@@ -17,7 +17,8 @@ namespace mysqltrace::test {
 // after exec) so the tracer can attach before the client does anything.
 class GatedClient {
   public:
-    explicit GatedClient(const std::vector<std::string> &argv);
+    // stderr_path: where the process's stderr goes (default: inherited).
+    explicit GatedClient(const std::vector<std::string> &argv, const std::string &stderr_path = {});
     ~GatedClient();
     pid_t pid() const { return pid_; }
     void open_gate();
@@ -53,6 +54,14 @@ struct TracedSession {
 TracedSession run_traced(const std::vector<std::string> &client_argv,
                          const std::vector<Step> &steps,
                          const std::vector<std::string> &tracer_args, const std::string &out_path);
+
+// Runs `mysqltrace run <tracer_args> -- <client_argv>`, plays `steps` through
+// it (the command's stdin and stdout pass through mysqltrace), and collects
+// the trace; tracer_exit is mysqltrace's exit code, which is the client's.
+TracedSession run_under_run(const std::vector<std::string> &client_argv,
+                            const std::vector<Step> &steps,
+                            const std::vector<std::string> &tracer_args,
+                            const std::string &out_path);
 
 // Replaces what differs between runs (timestamps, pids, connection ids,
 // durations, versions, paths listed in `paths`) with fixed tokens.

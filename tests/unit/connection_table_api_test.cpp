@@ -117,7 +117,7 @@ TEST(ConnectionTableApi, FailedRealConnectReportsTheLibrarysErrorOnce) {
     EXPECT_EQ(c.calls[0].error_code, 2003);
     EXPECT_EQ(c.calls[0].ts_begin_ns, 5u);
     EXPECT_EQ(c.calls[0].ts_end_ns, 30u);
-    EXPECT_EQ(c.calls[0].conn, 0u);  // it never had a connection
+    EXPECT_EQ(c.calls[0].conn, 1u);  // the connection that never was
 }
 
 TEST(ConnectionTableApi, ConnectInsideRealConnectStartsAtTheCallsEntry) {

@@ -320,9 +320,9 @@ ConnectionTable::OpenCall *ConnectionTable::open_call(uint32_t tid) {
     return it == calls_.end() || it->second.empty() ? nullptr : &it->second.back();
 }
 
-void ConnectionTable::failed_connection(uint32_t pid, uint32_t tid, const std::string &peer,
-                                        uint64_t begin_ns, uint64_t end_ns, int code,
-                                        std::string_view sqlstate, std::string_view message) {
+uint64_t ConnectionTable::failed_connection(uint32_t pid, uint32_t tid, const std::string &peer,
+                                            uint64_t begin_ns, uint64_t end_ns, int code,
+                                            std::string_view sqlstate, std::string_view message) {
     ConnectionInfo info;
     info.id = next_id_++;
     info.pid = pid;
@@ -336,6 +336,7 @@ void ConnectionTable::failed_connection(uint32_t pid, uint32_t tid, const std::s
     tracer->on_connect(begin_ns, pid, tid);
     tracer->on_error(end_ns, pid, tid, code, sqlstate, message);
     tracer->on_close(end_ns, pid, tid);
+    return info.id;
 }
 
 void ConnectionTable::on_api(const ApiRecord &a) {
@@ -387,11 +388,12 @@ void ConnectionTable::end_call(const ApiRecord &a) {
     // Errors the server sent are on the wire already; the library's own
     // (client) errors, CR_* 2000-2999, are not.
     const bool client_error = failed && a.error_code >= 2000 && a.error_code < 3000;
+    uint64_t conn_id = it != conns_.end() ? it->second.info.id : 0;
     if (a.func == MT_API_REAL_CONNECT && failed && it == conns_.end()) {
         std::string peer = call.connect_peer;
-        failed_connection(a.pid, a.tid, peer, call.begin_ns, a.ts_ns,
-                          static_cast<int>(a.error_code), a.sqlstate,
-                          message.empty() ? std::string_view(call.connect_failure) : message);
+        conn_id = failed_connection(
+            a.pid, a.tid, peer, call.begin_ns, a.ts_ns, static_cast<int>(a.error_code), a.sqlstate,
+            message.empty() ? std::string_view(call.connect_failure) : message);
     } else if (client_error && it != conns_.end()) {
         Conn &c = it->second;
         if (!c.tracer && !c.ignored) {
@@ -406,7 +408,7 @@ void ConnectionTable::end_call(const ApiRecord &a) {
 
     if (cb_.on_api_call) {
         protocol::ApiCall out;
-        out.conn = it != conns_.end() ? it->second.info.id : 0;
+        out.conn = conn_id;
         out.pid = a.pid;
         out.tid = a.tid;
         out.func = api_func_name(a.func);
@@ -420,7 +422,8 @@ void ConnectionTable::end_call(const ApiRecord &a) {
             out.sqlstate = std::string(a.sqlstate);
             out.error_message = std::string(message);
         }
-        if (a.thread_id != 0) {
+        // The server's id of the connection is news only when it is made.
+        if (a.thread_id != 0 && (a.func == MT_API_REAL_CONNECT || a.func == MT_API_CHANGE_USER)) {
             out.server_thread_id = a.thread_id;
         }
         out.arg = call.arg;

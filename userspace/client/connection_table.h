@@ -111,9 +111,10 @@ class ConnectionTable {
     void end_call(const ApiRecord &a);
     // A connection that never got a socket to the server (refused, unknown
     // host): CONNECTING, ERROR, DISCONNECTED.
-    void failed_connection(uint32_t pid, uint32_t tid, const std::string &peer, uint64_t begin_ns,
-                           uint64_t end_ns, int code, std::string_view sqlstate,
-                           std::string_view message);
+    // Returns its id.
+    uint64_t failed_connection(uint32_t pid, uint32_t tid, const std::string &peer,
+                               uint64_t begin_ns, uint64_t end_ns, int code,
+                               std::string_view sqlstate, std::string_view message);
     std::unique_ptr<protocol::ConnectionTracer> make_tracer(uint64_t id);
 
     protocol::TracerOptions options_;

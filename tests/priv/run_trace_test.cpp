@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// `mysqltrace run -- CMD`: real clients started under the shim, talking to a
+// real mariadbd. The exact WL#6226 event sequence (with the shim's API call
+// lines) of each scenario, the same sequence as attach mode sees, and
+// client-side failures reported with the library's own errors.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "harness/mariadb_server.h"
+#include "priv/cli_util.h"
+#include "priv/client_session.h"
+#include "priv/priv.h"
+
+namespace {
+
+using namespace mysqltrace::test;
+
+class RunTrace : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        if (geteuid() != 0) {
+            return;
+        }
+        ServerOptions o;
+        o.tls = true;
+        auto s = MariadbServer::start(o);
+        ASSERT_TRUE(s.ok()) << s.error().message;
+        server_ = std::move(s).value();
+        auto r = server_->query(
+            "CREATE DATABASE mt; CREATE TABLE mt.t (a INT, b VARCHAR(10));"
+            "INSERT INTO mt.t VALUES (1, 'one'), (2, 'two')");
+        ASSERT_TRUE(r.ok()) << r.error().message;
+    }
+    static void TearDownTestSuite() { server_.reset(); }
+
+    void SetUp() override {
+        MYSQLTRACE_REQUIRE_ROOT();
+        ASSERT_TRUE(server_);
+        out_ = server_->root_dir() + "/" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".trace";
+    }
+
+    std::vector<std::string> c_client(const std::vector<std::string> &extra = {},
+                                      bool tcp = false) const {
+        std::vector<std::string> argv = {testprog("mt_client")};
+        if (tcp) {
+            argv.insert(argv.end(),
+                        {"--host", server_->host(), "--port", std::to_string(server_->port())});
+        } else {
+            argv.insert(argv.end(), {"--socket", server_->socket_path()});
+        }
+        argv.insert(argv.end(), {"--user", server_->user(), "--password", server_->password()});
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        return argv;
+    }
+
+    // The normalised trace with the API call lines moved to the end: each
+    // kind is an exact sequence, but where a call's return falls among the
+    // packets of its reply depends on how the kernel split the server's
+    // writes into the client's reads.
+    std::string normalised(const TracedSession &s) const {
+        std::istringstream in(normalise_trace(s.trace, {{server_->root_dir(), "<dir>"}}));
+        std::string events, calls;
+        for (std::string line; std::getline(in, line);) {
+            (line.find(": api: ") != std::string::npos ? calls : events) += line + "\n";
+        }
+        return events + "---- API calls ----\n" + calls;
+    }
+
+    // Runs the steps under `mysqltrace run`, checks every answer, a clean end
+    // and the trace against tests/priv/expected/<expected>.trace.
+    TracedSession check(const std::string &expected, const std::vector<std::string> &client,
+                        const std::vector<Step> &steps,
+                        const std::vector<std::string> &tracer_args = {}, int exit_code = 0) {
+        auto s = run_under_run(client, steps, tracer_args, out_);
+        EXPECT_EQ(s.answers.size(), steps.size());
+        for (size_t i = 0; i < steps.size() && i < s.answers.size(); i++) {
+            EXPECT_EQ(s.answers[i], steps[i].answer) << steps[i].command;
+        }
+        EXPECT_EQ(s.tracer_exit, exit_code) << s.tracer_stderr;
+        EXPECT_NE(s.tracer_stderr.find(" 0 records dropped; traced process exited\n"),
+                  std::string::npos)
+            << s.tracer_stderr;
+        EXPECT_TRUE(matches_expected(expected, normalised(s)));
+        return s;
+    }
+
+    static std::unique_ptr<MariadbServer> server_;
+    std::string out_;
+};
+
+std::unique_ptr<MariadbServer> RunTrace::server_;
+
+const std::vector<Step> kBasic = {
+    {"connect", "ok"},
+    {"query select a, b from mt.t order by a", "ok 1 2"},
+    {"query select 1 from dual where 1 = 0", "ok 1 0"},
+    {"query select * from mt.nosuch", "error 1146 Table 'mt.nosuch' doesn't exist"},
+    {"quit", "ok"}};
+
+TEST_F(RunTrace, CResultSetEmptyResultErrorQuit) {
+    check("run_c_basic", c_client(), kBasic);
+}
+
+TEST_F(RunTrace, CMultiStatementsPreparedAdmin) {
+    check("run_c_more", c_client({"--multi"}, true),
+          {{"connect", "ok"},
+           {"query select 1; select 2, 3; do 1", "ok 2 2"},
+           {"prepare select a, b, ? + 1 from mt.t where a <= ?", "ok"},
+           {"execute 41 2", "ok 2"},
+           {"close_stmt", "ok"},
+           {"ping", "ok"},
+           {"initdb mt", "ok"},
+           {"stats", "ok"},
+           {"change_user " + server_->user() + " " + server_->password(), "ok"},
+           {"quit", "ok"}});
+}
+
+TEST_F(RunTrace, CLocalInfile) {
+    std::string csv = server_->root_dir() + "/run_rows.csv";
+    std::ofstream(csv) << "7,seven\n8,eight\n";
+    check("run_c_local_infile", c_client({"--local-infile"}),
+          {{"connect", "ok"},
+           {"query load data local infile '" + csv + "' into table mt.t fields terminated by ','",
+            "ok 0 0"},
+           {"query delete from mt.t where a > 2", "ok 0 0"},
+           {"quit", "ok"}});
+}
+
+TEST_F(RunTrace, CTls) {
+    check("run_c_tls", c_client({"--ssl"}, true),
+          {{"connect", "ok"}, {"query select 'secret' as word", "ok 1 1"}, {"quit", "ok"}});
+}
+
+TEST_F(RunTrace, MariadbCliBatchAndTls) {
+    // The CLI links the client library statically: no API calls to see, the
+    // shim's socket and OpenSSL interposers carry the whole trace.
+    check("run_cli_batch",
+          {"/usr/bin/mariadb", "--no-defaults", "--socket=" + server_->socket_path(),
+           "--user=" + server_->user(), "--password=" + server_->password(), "--batch", "-e",
+           "select a, b from mt.t order by a; select * from mt.nosuch"},
+          {}, {}, 1);
+    check("run_cli_tls",
+          {"/usr/bin/mariadb", "--no-defaults", "--host=" + server_->host(),
+           "--port=" + std::to_string(server_->port()), "--user=" + server_->user(),
+           "--password=" + server_->password(), "--ssl", "--skip-ssl-verify-server-cert", "--batch",
+           "-e", "select 'secret' as word"},
+          {});
+}
+
+// The stage/event lines of a trace, per connection ("conn: STAGE EVENT").
+std::vector<std::string> event_sequence(const std::string &trace) {
+    static const std::regex re(R"(mysqltrace: (\d+): stage: (\w+), event: (\w+))");
+    std::vector<std::string> seq;
+    std::istringstream in(trace);
+    for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (std::regex_search(line, m, re)) {
+            seq.push_back(m[1].str() + ": " + m[2].str() + " " + m[3].str());
+        }
+    }
+    return seq;
+}
+
+TEST_F(RunTrace, SameEventsAsAttachMode) {
+    // One workload, traced once from the shim and once from the syscalls.
+    const std::vector<Step> steps = {
+        {"connect", "ok"},
+        {"query select a, b from mt.t order by a", "ok 1 2"},
+        {"query select * from mt.nosuch", "error 1146 Table 'mt.nosuch' doesn't exist"},
+        {"prepare select a from mt.t where a = ?", "ok"},
+        {"execute 1", "ok 1"},
+        {"close_stmt", "ok"},
+        {"ping", "ok"},
+        {"quit", "ok"}};
+    auto run = run_under_run(c_client(), steps, {}, out_ + ".run");
+    auto attach = run_traced(c_client(), steps, {}, out_ + ".attach");
+    ASSERT_EQ(run.tracer_exit, 0) << run.tracer_stderr;
+    ASSERT_EQ(attach.tracer_exit, 0) << attach.tracer_stderr;
+    EXPECT_EQ(run.answers, attach.answers);
+    auto from_run = event_sequence(run.trace);
+    auto from_attach = event_sequence(attach.trace);
+    ASSERT_GT(from_run.size(), 40u);
+    // Events only one mode sees: none. (The API call lines are extra output
+    // of run mode, not WL#6226 events, and are not part of the sequence.)
+    EXPECT_EQ(from_run, from_attach);
+    EXPECT_NE(run.trace.find("api: mysql_real_connect("), std::string::npos);
+    EXPECT_EQ(attach.trace.find("api: "), std::string::npos);
+}
+
+TEST_F(RunTrace, RefusedConnectionIsAnErrorEventWithTheLibrarysError) {
+    // A loopback port nobody listens on: bind one, note it, close it.
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+    ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
+    int port = ntohs(a.sin_port);
+    close(fd);
+    auto s = run_under_run({testprog("mt_client"), "--host", "127.0.0.1", "--port",
+                            std::to_string(port), "--user", "u", "--password", "p"},
+                           {{"connect", ""}}, {}, out_);
+    ASSERT_EQ(s.answers.size(), 1u);
+    EXPECT_EQ(
+        s.answers[0].rfind("error 2002 ", 0) == 0 || s.answers[0].rfind("error 2003 ", 0) == 0,
+        true)
+        << s.answers[0];
+    std::string code = s.answers[0].substr(6, 4);
+    std::string norm =
+        std::regex_replace(normalised(s), std::regex(std::to_string(port)), "<port>");
+    EXPECT_TRUE(matches_expected("run_refused", norm));
+    EXPECT_NE(norm.find("Client error " + code + " (HY000): "), std::string::npos) << norm;
+}
+
+TEST_F(RunTrace, ServerKilledMidQueryIsLostConnection) {
+    // A server of its own, killed while the client waits for a reply.
+    auto own = MariadbServer::start(ServerOptions{});
+    ASSERT_TRUE(own.ok()) << own.error().message;
+    auto &srv = **own;
+    std::vector<std::string> argv = {
+        MYSQLTRACE_BINARY,     "run",         "--output",        out_,     "--",
+        testprog("mt_client"), "--socket",    srv.socket_path(), "--user", srv.user(),
+        "--password",          srv.password()};
+    GatedClient client(argv, out_ + ".stderr");
+    client.open_gate();
+    ASSERT_EQ(client.command("connect"), "ok");
+    std::thread killer([&srv] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        kill(srv.pid(), SIGKILL);
+    });
+    std::string answer = client.command("query select sleep(30)");
+    killer.join();
+    EXPECT_EQ(answer.rfind("error 2013 ", 0), 0u) << answer;
+    EXPECT_EQ(client.finish(), 0);
+    std::ifstream in(out_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    TracedSession s;
+    s.trace = ss.str();
+    EXPECT_TRUE(matches_expected("run_server_killed", normalised(s)));
+}
+
+}  // namespace

@@ -56,6 +56,19 @@ class MariadbServer {
     std::string host() const { return "127.0.0.1"; }
     std::string user() const { return "mt"; }
     std::string password() const { return "mtpass"; }
+    // sysbench oltp_point_select against this server's sbtest database
+    // (over the unix socket), without the subcommand.
+    std::vector<std::string> sysbench_point_select(int table_size) const {
+        return {"/usr/bin/sysbench",
+                "oltp_point_select",
+                "--db-driver=mysql",
+                "--mysql-socket=" + socket_path(),
+                "--mysql-user=" + user(),
+                "--mysql-password=" + password(),
+                "--mysql-db=sbtest",
+                "--tables=1",
+                "--table-size=" + std::to_string(table_size)};
+    }
     const std::string &datadir() const { return datadir_; }
     const std::string &error_log_path() const { return error_log_path_; }
     // The temporary directory holding datadir, socket and logs; tests may

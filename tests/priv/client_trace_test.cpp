@@ -276,15 +276,7 @@ TEST_F(ClientTrace, CAttachMidConnectionResyncsAtNextCommand) {
 // query it reports must appear in the trace as exactly one command.
 TEST_F(ClientTrace, SysbenchCommandsMatchItsOwnCount) {
     ASSERT_TRUE(server_->query("CREATE DATABASE IF NOT EXISTS sbtest").ok());
-    const std::vector<std::string> common = {"/usr/bin/sysbench",
-                                             "oltp_point_select",
-                                             "--db-driver=mysql",
-                                             "--mysql-socket=" + server_->socket_path(),
-                                             "--mysql-user=" + server_->user(),
-                                             "--mysql-password=" + server_->password(),
-                                             "--mysql-db=sbtest",
-                                             "--tables=1",
-                                             "--table-size=1000"};
+    const std::vector<std::string> common = server_->sysbench_point_select(1000);
     auto prep = common;
     prep.push_back("prepare");
     auto p = run_command(prep);

@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "harness/mariadb_server.h"
 #include "priv/cli_util.h"
@@ -250,6 +252,70 @@ TEST_F(RunTrace, ServerKilledMidQueryIsLostConnection) {
     TracedSession s;
     s.trace = ss.str();
     EXPECT_TRUE(matches_expected("run_server_killed", normalised(s)));
+}
+
+// sysbench (libmariadb, two threads, prepared statements) three ways: plain,
+// with the shim preloaded but no tracer, and under `mysqltrace run`. The
+// shim changes nothing sysbench reports, and the trace has one
+// COM_STMT_EXECUTE and one mysql_stmt_execute call per query it counts.
+TEST_F(RunTrace, SysbenchUnchangedByTheShimAndFullyTraced) {
+    ASSERT_TRUE(server_->query("CREATE DATABASE IF NOT EXISTS sbtest").ok());
+    std::vector<std::string> sb = server_->sysbench_point_select(1000);
+    auto prep = sb;
+    prep.push_back("prepare");
+    auto p = run_command(prep);
+    ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+    for (const char *a : {"--threads=2", "--events=2000", "--time=0", "run"}) {
+        sb.push_back(a);
+    }
+    // What sysbench counts: its "queries performed" and error lines.
+    auto counts = [](const std::string &report) {
+        std::string out;
+        static const std::regex re(
+            R"(^\s*(read|write|other|total|ignored errors|reconnects):.*?(\d+))");
+        std::istringstream in(report);
+        for (std::string line; std::getline(in, line);) {
+            std::smatch m;
+            if (std::regex_search(line, m, re)) {
+                out += m[1].str() + "=" + m[2].str() + " ";
+            }
+        }
+        return out;
+    };
+    auto plain = run_command(sb);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    auto env = sb;
+    env.insert(env.begin(), {"/usr/bin/env", "LD_PRELOAD=" + std::string(MYSQLTRACE_SHIM)});
+    auto shimmed = run_command(env);
+    ASSERT_EQ(shimmed.exit_code, 0) << shimmed.err;
+    EXPECT_EQ(counts(shimmed.out), counts(plain.out));
+    EXPECT_NE(counts(plain.out).find("read=2000 "), std::string::npos) << plain.out;
+    EXPECT_EQ(shimmed.err, plain.err);
+
+    auto traced = sb;
+    traced.insert(traced.begin(),
+                  {MYSQLTRACE_BINARY, "run", "--format", "json", "--output", out_, "--"});
+    auto t = run_command(traced);
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    EXPECT_EQ(counts(t.out), counts(plain.out));
+    EXPECT_NE(t.err.find(" 0 records dropped; traced process exited\n"), std::string::npos)
+        << t.err;
+    std::ifstream in(out_);
+    std::map<std::string, long> seen;
+    for (std::string line; std::getline(in, line);) {
+        auto j = nlohmann::json::parse(line);
+        if (j["kind"] == "protocol" && j["event"] == "SEND_COMMAND") {
+            seen[j["command"].get<std::string>()]++;
+        } else if (j["kind"] == "api") {
+            seen[j["function"].get<std::string>()]++;
+            EXPECT_FALSE(j["failed"].get<bool>()) << line;
+        }
+    }
+    EXPECT_EQ(seen["COM_STMT_EXECUTE"], 2000);
+    EXPECT_EQ(seen["mysql_stmt_execute"], 2000);
+    EXPECT_EQ(seen["mysql_real_connect"], 2);
+    EXPECT_EQ(seen["COM_STMT_PREPARE"], 2);
+    EXPECT_EQ(seen["COM_QUIT"], 2);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libcapstone-dev systemtap-sdt-dev
   # tests
   googletest libgtest-dev libgmock-dev clang-format
-  mariadb-server mariadb-client libmariadb-dev
+  mariadb-server mariadb-client libmariadb-dev libssl-dev libgnutls28-dev
   python3 python3-pymysql procps openssl
   # benchmarks
   sysbench

@@ -1,0 +1,775 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The MySQL C API interposers: api_begin / api_end around each call a program
+// makes, for libmariadb and Oracle's libmysqlclient alike.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fd_table.h"
+#include "mysqltrace/abi/usdt.h"
+#include "probes.h"
+#include "resolve.h"
+#include "trace_plugin.h"
+
+// Opaque on purpose: no client library's headers or struct layouts.
+struct mt_mysql;       // MYSQL
+struct mt_mysql_stmt;  // MYSQL_STMT
+struct mt_mysql_res;   // MYSQL_RES
+typedef char mt_bool;  // my_bool (char) in MariaDB, bool in MySQL 8: one byte either way
+
+struct mt_mysql *mysql_real_connect(struct mt_mysql *mysql, const char *host, const char *user,
+                                    const char *passwd, const char *db, unsigned int port,
+                                    const char *unix_socket, unsigned long flags);
+int mysql_real_query(struct mt_mysql *mysql, const char *q, unsigned long length);
+int mysql_query(struct mt_mysql *mysql, const char *q);
+int mysql_send_query(struct mt_mysql *mysql, const char *q, unsigned long length);
+mt_bool mysql_read_query_result(struct mt_mysql *mysql);
+struct mt_mysql_res *mysql_store_result(struct mt_mysql *mysql);
+struct mt_mysql_res *mysql_use_result(struct mt_mysql *mysql);
+int mysql_next_result(struct mt_mysql *mysql);
+int mysql_stmt_prepare(struct mt_mysql_stmt *stmt, const char *q, unsigned long length);
+int mysql_stmt_execute(struct mt_mysql_stmt *stmt);
+int mysql_stmt_fetch(struct mt_mysql_stmt *stmt);
+mt_bool mysql_stmt_close(struct mt_mysql_stmt *stmt);
+mt_bool mysql_change_user(struct mt_mysql *mysql, const char *user, const char *passwd,
+                          const char *db);
+int mysql_select_db(struct mt_mysql *mysql, const char *db);
+int mysql_ping(struct mt_mysql *mysql);
+void mysql_close(struct mt_mysql *mysql);
+
+// libmariadb's non-blocking API: _start begins an operation, _cont resumes
+// it; either returns 0 once it is complete, with the result in *ret.
+int mysql_real_connect_start(struct mt_mysql **ret, struct mt_mysql *mysql, const char *host,
+                             const char *user, const char *passwd, const char *db,
+                             unsigned int port, const char *unix_socket, unsigned long flags);
+int mysql_real_connect_cont(struct mt_mysql **ret, struct mt_mysql *mysql, int status);
+int mysql_real_query_start(int *ret, struct mt_mysql *mysql, const char *q, unsigned long length);
+int mysql_real_query_cont(int *ret, struct mt_mysql *mysql, int status);
+int mysql_query_start(int *ret, struct mt_mysql *mysql, const char *q);
+int mysql_query_cont(int *ret, struct mt_mysql *mysql, int status);
+int mysql_send_query_start(int *ret, struct mt_mysql *mysql, const char *q, unsigned long length);
+int mysql_send_query_cont(int *ret, struct mt_mysql *mysql, int status);
+int mysql_read_query_result_start(mt_bool *ret, struct mt_mysql *mysql);
+int mysql_read_query_result_cont(mt_bool *ret, struct mt_mysql *mysql, int status);
+int mysql_store_result_start(struct mt_mysql_res **ret, struct mt_mysql *mysql);
+int mysql_store_result_cont(struct mt_mysql_res **ret, struct mt_mysql *mysql, int status);
+int mysql_next_result_start(int *ret, struct mt_mysql *mysql);
+int mysql_next_result_cont(int *ret, struct mt_mysql *mysql, int status);
+int mysql_change_user_start(mt_bool *ret, struct mt_mysql *mysql, const char *user,
+                            const char *passwd, const char *db);
+int mysql_change_user_cont(mt_bool *ret, struct mt_mysql *mysql, int status);
+int mysql_select_db_start(int *ret, struct mt_mysql *mysql, const char *db);
+int mysql_select_db_cont(int *ret, struct mt_mysql *mysql, int status);
+int mysql_ping_start(int *ret, struct mt_mysql *mysql);
+int mysql_ping_cont(int *ret, struct mt_mysql *mysql, int status);
+int mysql_close_start(struct mt_mysql *mysql);
+int mysql_close_cont(struct mt_mysql *mysql, int status);
+int mysql_stmt_prepare_start(int *ret, struct mt_mysql_stmt *stmt, const char *q,
+                             unsigned long length);
+int mysql_stmt_prepare_cont(int *ret, struct mt_mysql_stmt *stmt, int status);
+int mysql_stmt_execute_start(int *ret, struct mt_mysql_stmt *stmt);
+int mysql_stmt_execute_cont(int *ret, struct mt_mysql_stmt *stmt, int status);
+int mysql_stmt_fetch_start(int *ret, struct mt_mysql_stmt *stmt);
+int mysql_stmt_fetch_cont(int *ret, struct mt_mysql_stmt *stmt, int status);
+int mysql_stmt_close_start(mt_bool *ret, struct mt_mysql_stmt *stmt);
+int mysql_stmt_close_cont(mt_bool *ret, struct mt_mysql_stmt *stmt, int status);
+
+#define MT_API_FUNCS(X)              \
+    X(mysql_real_connect)            \
+    X(mysql_real_query)              \
+    X(mysql_query)                   \
+    X(mysql_send_query)              \
+    X(mysql_read_query_result)       \
+    X(mysql_store_result)            \
+    X(mysql_use_result)              \
+    X(mysql_next_result)             \
+    X(mysql_stmt_prepare)            \
+    X(mysql_stmt_execute)            \
+    X(mysql_stmt_fetch)              \
+    X(mysql_stmt_close)              \
+    X(mysql_change_user)             \
+    X(mysql_select_db)               \
+    X(mysql_ping)                    \
+    X(mysql_close)                   \
+    X(mysql_real_connect_start)      \
+    X(mysql_real_connect_cont)       \
+    X(mysql_real_query_start)        \
+    X(mysql_real_query_cont)         \
+    X(mysql_query_start)             \
+    X(mysql_query_cont)              \
+    X(mysql_send_query_start)        \
+    X(mysql_send_query_cont)         \
+    X(mysql_read_query_result_start) \
+    X(mysql_read_query_result_cont)  \
+    X(mysql_store_result_start)      \
+    X(mysql_store_result_cont)       \
+    X(mysql_next_result_start)       \
+    X(mysql_next_result_cont)        \
+    X(mysql_change_user_start)       \
+    X(mysql_change_user_cont)        \
+    X(mysql_select_db_start)         \
+    X(mysql_select_db_cont)          \
+    X(mysql_ping_start)              \
+    X(mysql_ping_cont)               \
+    X(mysql_close_start)             \
+    X(mysql_close_cont)              \
+    X(mysql_stmt_prepare_start)      \
+    X(mysql_stmt_prepare_cont)       \
+    X(mysql_stmt_execute_start)      \
+    X(mysql_stmt_execute_cont)       \
+    X(mysql_stmt_fetch_start)        \
+    X(mysql_stmt_fetch_cont)         \
+    X(mysql_stmt_close_start)        \
+    X(mysql_stmt_close_cont)
+
+#define MT_REAL_SLOT(name) static void *_Atomic real_##name;
+MT_API_FUNCS(MT_REAL_SLOT)
+
+#define REAL(name) ((__typeof__(&name))mt_real(&real_##name, #name))
+
+__attribute__((constructor)) static void api_init(void) {
+#define MT_PRERESOLVE(name) mt_preresolve(&real_##name, #name);
+    MT_API_FUNCS(MT_PRERESOLVE)
+}
+
+// What a wrapper returns when the library is not there after all: the
+// function's own failure value (mysql_errno() and friends cannot say more).
+#define MT_NO_REAL_INT 1
+#define MT_NO_REAL_BOOL 1
+
+// ---- Helpers: public API functions of the same library ----
+
+#define MT_HELPERS(X)              \
+    X(mysql_get_socket)            \
+    X(mysql_get_socket_descriptor) \
+    X(mysql_errno)                 \
+    X(mysql_sqlstate)              \
+    X(mysql_error)                 \
+    X(mysql_thread_id)             \
+    X(mysql_field_count)           \
+    X(mysql_stmt_errno)            \
+    X(mysql_stmt_sqlstate)         \
+    X(mysql_stmt_error)
+
+#define MT_HELPER_SLOT(name) static void *_Atomic helper_##name;
+MT_HELPERS(MT_HELPER_SLOT)
+
+#define HELPER(type, name, real) ((type)mt_helper(&helper_##name, (real), #name))
+
+typedef int (*mt_get_socket_fn)(struct mt_mysql *);
+typedef unsigned int (*mt_errno_fn)(struct mt_mysql *);
+typedef const char *(*mt_text_fn)(struct mt_mysql *);
+typedef unsigned long (*mt_thread_id_fn)(struct mt_mysql *);
+typedef unsigned int (*mt_stmt_errno_fn)(struct mt_mysql_stmt *);
+typedef const char *(*mt_stmt_text_fn)(struct mt_mysql_stmt *);
+
+// The shim's number for a handle's connection: that of its socket.
+// mysql_get_socket() is libmariadb's; some MySQL forks have
+// mysql_get_socket_descriptor(); Oracle's library has neither (0 then).
+static uint32_t mysql_conn(const void *real, struct mt_mysql *mysql) {
+    mt_get_socket_fn get = HELPER(mt_get_socket_fn, mysql_get_socket, real);
+    if (get == NULL) {
+        get = HELPER(mt_get_socket_fn, mysql_get_socket_descriptor, real);
+    }
+    return get != NULL ? mt_fd_conn(get(mysql)) : 0;
+}
+
+// The trace plugin's view: any real function of the library will do.
+static const void *_Atomic client_anchor;
+
+static uint32_t trace_plugin_conn(void *mysql) {
+    const void *real = atomic_load_explicit(&client_anchor, memory_order_acquire);
+    return real != NULL && mysql != NULL ? mysql_conn(real, mysql) : 0;
+}
+
+static void *lookup_beside(const char *name, const void *real) {
+    return mt_find_beside(real, name);
+}
+
+static _Atomic int trace_plugin_tried;
+
+// Once per process, before the first connection, so that Oracle's library
+// traces every connection from its start.
+static void register_trace_plugin(const void *real) {
+    int expected = 0;
+    if (atomic_load_explicit(&trace_plugin_tried, memory_order_relaxed) != 0 ||
+        !atomic_compare_exchange_strong(&trace_plugin_tried, &expected, 1)) {
+        return;
+    }
+    atomic_store_explicit(&client_anchor, real, memory_order_release);
+    struct mt_trace_plugin_env env = {
+        .lookup = lookup_beside, .ctx = real, .conn_of = trace_plugin_conn};
+    mt_trace_plugin_register(&env);
+}
+
+// ---- Reporting ----
+
+// Calls the library makes to its own interposed functions (mysql_query() to
+// mysql_real_query(), a _start function to the blocking one, ...) are not
+// reported: the program's call is. Only the outermost call changes depth, so
+// it stays balanced across the non-blocking API's suspended contexts.
+static __thread int depth __attribute__((tls_model("initial-exec")));
+
+static inline int nested(void) {
+    return depth > 0;
+}
+
+// Calls that read a reply the library has usually buffered already: they
+// are reported only when they fail (then with their error), as a probe hit
+// per row or result set would cost more than the work they do.
+static inline int quiet_unless_failed(int func) {
+    return func == MT_API_STORE_RESULT || func == MT_API_USE_RESULT ||
+           func == MT_API_NEXT_RESULT || func == MT_API_STMT_FETCH;
+}
+
+__attribute__((noinline)) static void begin_slow(int func, const void *real, void *handle,
+                                                 int is_stmt, const char *arg, uint64_t arg_len,
+                                                 int arg_is_cstr) {
+    int saved = errno;
+    uint32_t conn = is_stmt ? 0 : mysql_conn(real, handle);
+    if (arg_is_cstr) {
+        arg_len = arg != NULL ? strlen(arg) : 0;
+    }
+    MT_FIRE_API_BEGIN(func, handle, conn, arg, arg != NULL ? arg_len : 0);
+    errno = saved;
+}
+
+static inline void begin_mysql(int func, const void *real, struct mt_mysql *mysql, const char *arg,
+                               uint64_t arg_len) {
+    if (MT_PROBE_ON(api_begin) && mysql != NULL && !quiet_unless_failed(func)) {
+        begin_slow(func, real, mysql, 0, arg, arg_len, 0);
+    }
+}
+
+static inline void begin_mysql_cstr(int func, const void *real, struct mt_mysql *mysql,
+                                    const char *arg) {
+    if (MT_PROBE_ON(api_begin) && mysql != NULL) {
+        begin_slow(func, real, mysql, 0, arg, 0, 1);
+    }
+}
+
+static inline void begin_stmt(int func, const void *real, struct mt_mysql_stmt *stmt,
+                              const char *arg, uint64_t arg_len) {
+    if (MT_PROBE_ON(api_begin) && stmt != NULL && !quiet_unless_failed(func)) {
+        begin_slow(func, real, stmt, 1, arg, arg_len, 0);
+    }
+}
+
+// How a function says it failed.
+enum outcome {
+    OUT_ZERO_OK,     // 0 success, anything else failure
+    OUT_POSITIVE,    // > 0 failure (mysql_next_result: 0 more, -1 no more)
+    OUT_HANDLE,      // a non-NULL pointer: raw is 1 then
+    OUT_RESULT_SET,  // raw 0 (NULL) fails only if the statement had columns or an error
+    OUT_FETCH,       // mysql_stmt_fetch: passed on raw; 1 is the failure
+    OUT_FREED,       // like ZERO_OK, but the handle is gone: no error details
+};
+
+__attribute__((noinline)) static void end_mysql_slow(int func, const void *real,
+                                                     struct mt_mysql *mysql, enum outcome how,
+                                                     int64_t raw) {
+    int saved = errno;
+    int failed;
+    if (how == OUT_HANDLE) {
+        failed = raw == 0;
+    } else if (how == OUT_RESULT_SET) {
+        mt_errno_fn field_count = HELPER(mt_errno_fn, mysql_field_count, real);
+        mt_errno_fn err = HELPER(mt_errno_fn, mysql_errno, real);
+        failed = raw == 0 && ((field_count != NULL && field_count(mysql) != 0) ||
+                              (err != NULL && err(mysql) != 0));
+    } else if (how == OUT_POSITIVE) {
+        failed = raw > 0;
+    } else {
+        failed = raw != 0;
+    }
+    if (!failed && quiet_unless_failed(func)) {
+        errno = saved;
+        return;
+    }
+    uint32_t code = 0;
+    const char *sqlstate = NULL;
+    const char *message = NULL;
+    if (failed) {
+        mt_errno_fn err = HELPER(mt_errno_fn, mysql_errno, real);
+        mt_text_fn state = HELPER(mt_text_fn, mysql_sqlstate, real);
+        mt_text_fn text = HELPER(mt_text_fn, mysql_error, real);
+        code = err != NULL ? err(mysql) : 0;
+        sqlstate = state != NULL ? state(mysql) : NULL;
+        message = text != NULL ? text(mysql) : NULL;
+    }
+    mt_thread_id_fn tid = HELPER(mt_thread_id_fn, mysql_thread_id, real);
+    uint32_t thread_id = tid != NULL ? (uint32_t)tid(mysql) : 0;
+    MT_FIRE_API_END(func, mysql, mysql_conn(real, mysql), failed, code, sqlstate, message,
+                    thread_id);
+    errno = saved;
+}
+
+static inline void end_mysql(int func, const void *real, struct mt_mysql *mysql, enum outcome how,
+                             int64_t raw) {
+    if (MT_PROBE_ON(api_end) && mysql != NULL) {
+        end_mysql_slow(func, real, mysql, how, raw);
+    }
+}
+
+// A statement handle's connection is not available through the public API:
+// conn and thread_id are 0.
+__attribute__((noinline)) static void end_stmt_slow(int func, const void *real,
+                                                    struct mt_mysql_stmt *stmt, enum outcome how,
+                                                    int64_t raw) {
+    int saved = errno;
+    int64_t ret = how == OUT_FETCH ? raw : raw != 0;
+    int failed = how == OUT_FETCH ? raw == 1 : raw != 0;
+    if (!failed && quiet_unless_failed(func)) {
+        errno = saved;
+        return;
+    }
+    uint32_t code = 0;
+    const char *sqlstate = NULL;
+    const char *message = NULL;
+    if (failed && how != OUT_FREED) {
+        mt_stmt_errno_fn err = HELPER(mt_stmt_errno_fn, mysql_stmt_errno, real);
+        mt_stmt_text_fn state = HELPER(mt_stmt_text_fn, mysql_stmt_sqlstate, real);
+        mt_stmt_text_fn text = HELPER(mt_stmt_text_fn, mysql_stmt_error, real);
+        code = err != NULL ? err(stmt) : 0;
+        sqlstate = state != NULL ? state(stmt) : NULL;
+        message = text != NULL ? text(stmt) : NULL;
+    }
+    MT_FIRE_API_END(func, stmt, 0, ret, code, sqlstate, message, 0);
+    errno = saved;
+}
+
+static inline void end_stmt(int func, const void *real, struct mt_mysql_stmt *stmt,
+                            enum outcome how, int64_t raw) {
+    if (MT_PROBE_ON(api_end) && stmt != NULL) {
+        end_stmt_slow(func, real, stmt, how, raw);
+    }
+}
+
+// ---- Blocking API ----
+
+MT_EXPORT struct mt_mysql *mysql_real_connect(struct mt_mysql *mysql, const char *host,
+                                              const char *user, const char *passwd, const char *db,
+                                              unsigned int port, const char *unix_socket,
+                                              unsigned long flags) {
+    __typeof__(&mysql_real_connect) real = REAL(mysql_real_connect);
+    if (real == NULL) {
+        return NULL;
+    }
+    if (nested()) {
+        return real(mysql, host, user, passwd, db, port, unix_socket, flags);
+    }
+    register_trace_plugin((const void *)real);
+    begin_mysql(MT_API_REAL_CONNECT, real, mysql, NULL, 0);
+    depth++;
+    struct mt_mysql *r = real(mysql, host, user, passwd, db, port, unix_socket, flags);
+    depth--;
+    end_mysql(MT_API_REAL_CONNECT, real, mysql, OUT_HANDLE, r != NULL);
+    return r;
+}
+
+MT_EXPORT int mysql_real_query(struct mt_mysql *mysql, const char *q, unsigned long length) {
+    __typeof__(&mysql_real_query) real = REAL(mysql_real_query);
+    if (real == NULL) {
+        return MT_NO_REAL_INT;
+    }
+    if (nested()) {
+        return real(mysql, q, length);
+    }
+    begin_mysql(MT_API_REAL_QUERY, real, mysql, q, length);
+    depth++;
+    int r = real(mysql, q, length);
+    depth--;
+    end_mysql(MT_API_REAL_QUERY, real, mysql, OUT_ZERO_OK, r);
+    return r;
+}
+
+MT_EXPORT int mysql_query(struct mt_mysql *mysql, const char *q) {
+    __typeof__(&mysql_query) real = REAL(mysql_query);
+    if (real == NULL) {
+        return MT_NO_REAL_INT;
+    }
+    if (nested()) {
+        return real(mysql, q);
+    }
+    begin_mysql_cstr(MT_API_QUERY, real, mysql, q);
+    depth++;
+    int r = real(mysql, q);
+    depth--;
+    end_mysql(MT_API_QUERY, real, mysql, OUT_ZERO_OK, r);
+    return r;
+}
+
+MT_EXPORT int mysql_send_query(struct mt_mysql *mysql, const char *q, unsigned long length) {
+    __typeof__(&mysql_send_query) real = REAL(mysql_send_query);
+    if (real == NULL) {
+        return MT_NO_REAL_INT;
+    }
+    if (nested()) {
+        return real(mysql, q, length);
+    }
+    begin_mysql(MT_API_SEND_QUERY, real, mysql, q, length);
+    depth++;
+    int r = real(mysql, q, length);
+    depth--;
+    end_mysql(MT_API_SEND_QUERY, real, mysql, OUT_ZERO_OK, r);
+    return r;
+}
+
+MT_EXPORT mt_bool mysql_read_query_result(struct mt_mysql *mysql) {
+    __typeof__(&mysql_read_query_result) real = REAL(mysql_read_query_result);
+    if (real == NULL) {
+        return MT_NO_REAL_BOOL;
+    }
+    if (nested()) {
+        return real(mysql);
+    }
+    begin_mysql(MT_API_READ_QUERY_RESULT, real, mysql, NULL, 0);
+    depth++;
+    mt_bool r = real(mysql);
+    depth--;
+    end_mysql(MT_API_READ_QUERY_RESULT, real, mysql, OUT_ZERO_OK, r);
+    return r;
+}
+
+MT_EXPORT struct mt_mysql_res *mysql_store_result(struct mt_mysql *mysql) {
+    __typeof__(&mysql_store_result) real = REAL(mysql_store_result);
+    if (real == NULL) {
+        return NULL;
+    }
+    if (nested()) {
+        return real(mysql);
+    }
+    begin_mysql(MT_API_STORE_RESULT, real, mysql, NULL, 0);
+    depth++;
+    struct mt_mysql_res *r = real(mysql);
+    depth--;
+    end_mysql(MT_API_STORE_RESULT, real, mysql, OUT_RESULT_SET, r != NULL);
+    return r;
+}
+
+MT_EXPORT struct mt_mysql_res *mysql_use_result(struct mt_mysql *mysql) {
+    __typeof__(&mysql_use_result) real = REAL(mysql_use_result);
+    if (real == NULL) {
+        return NULL;
+    }
+    if (nested()) {
+        return real(mysql);
+    }
+    begin_mysql(MT_API_USE_RESULT, real, mysql, NULL, 0);
+    depth++;
+    struct mt_mysql_res *r = real(mysql);
+    depth--;
+    end_mysql(MT_API_USE_RESULT, real, mysql, OUT_RESULT_SET, r != NULL);
+    return r;
+}
+
+MT_EXPORT int mysql_next_result(struct mt_mysql *mysql) {
+    __typeof__(&mysql_next_result) real = REAL(mysql_next_result);
+    if (real == NULL) {
+        return MT_NO_REAL_INT;
+    }
+    if (nested()) {
+        return real(mysql);
+    }
+    begin_mysql(MT_API_NEXT_RESULT, real, mysql, NULL, 0);
+    depth++;
+    int r = real(mysql);
+    depth--;
+    end_mysql(MT_API_NEXT_RESULT, real, mysql, OUT_POSITIVE, r);
+    return r;
+}
+
+MT_EXPORT int mysql_stmt_prepare(struct mt_mysql_stmt *stmt, const char *q, unsigned long length) {
+    __typeof__(&mysql_stmt_prepare) real = REAL(mysql_stmt_prepare);
+    if (real == NULL) {
+        return MT_NO_REAL_INT;
+    }
+    if (nested()) {
+        return real(stmt, q, length);
+    }
+    begin_stmt(MT_API_STMT_PREPARE, real, stmt, q, length);
+    depth++;
+    int r = real(stmt, q, length);
+    depth--;
+    end_stmt(MT_API_STMT_PREPARE, real, stmt, OUT_ZERO_OK, r);
+    return r;
+}
+
+MT_EXPORT int mysql_stmt_execute(struct mt_mysql_stmt *stmt) {
+    __typeof__(&mysql_stmt_execute) real = REAL(mysql_stmt_execute);
+    if (real == NULL) {
+        return MT_NO_REAL_INT;
+    }
+    if (nested()) {
+        return real(stmt);
+    }
+    begin_stmt(MT_API_STMT_EXECUTE, real, stmt, NULL, 0);
+    depth++;
+    int r = real(stmt);
+    depth--;
+    end_stmt(MT_API_STMT_EXECUTE, real, stmt, OUT_ZERO_OK, r);
+    return r;
+}
+
+MT_EXPORT int mysql_stmt_fetch(struct mt_mysql_stmt *stmt) {
+    __typeof__(&mysql_stmt_fetch) real = REAL(mysql_stmt_fetch);
+    if (real == NULL) {
+        return MT_NO_REAL_INT;
+    }
+    if (nested()) {
+        return real(stmt);
+    }
+    begin_stmt(MT_API_STMT_FETCH, real, stmt, NULL, 0);
+    depth++;
+    int r = real(stmt);
+    depth--;
+    end_stmt(MT_API_STMT_FETCH, real, stmt, OUT_FETCH, r);
+    return r;
+}
+
+MT_EXPORT mt_bool mysql_stmt_close(struct mt_mysql_stmt *stmt) {
+    __typeof__(&mysql_stmt_close) real = REAL(mysql_stmt_close);
+    if (real == NULL) {
+        return MT_NO_REAL_BOOL;
+    }
+    if (nested()) {
+        return real(stmt);
+    }
+    begin_stmt(MT_API_STMT_CLOSE, real, stmt, NULL, 0);
+    depth++;
+    mt_bool r = real(stmt);
+    depth--;
+    end_stmt(MT_API_STMT_CLOSE, real, stmt, OUT_FREED, r);
+    return r;
+}
+
+MT_EXPORT mt_bool mysql_change_user(struct mt_mysql *mysql, const char *user, const char *passwd,
+                                    const char *db) {
+    __typeof__(&mysql_change_user) real = REAL(mysql_change_user);
+    if (real == NULL) {
+        return MT_NO_REAL_BOOL;
+    }
+    if (nested()) {
+        return real(mysql, user, passwd, db);
+    }
+    begin_mysql(MT_API_CHANGE_USER, real, mysql, NULL, 0);
+    depth++;
+    mt_bool r = real(mysql, user, passwd, db);
+    depth--;
+    end_mysql(MT_API_CHANGE_USER, real, mysql, OUT_ZERO_OK, r);
+    return r;
+}
+
+MT_EXPORT int mysql_select_db(struct mt_mysql *mysql, const char *db) {
+    __typeof__(&mysql_select_db) real = REAL(mysql_select_db);
+    if (real == NULL) {
+        return MT_NO_REAL_INT;
+    }
+    if (nested()) {
+        return real(mysql, db);
+    }
+    begin_mysql_cstr(MT_API_SELECT_DB, real, mysql, db);
+    depth++;
+    int r = real(mysql, db);
+    depth--;
+    end_mysql(MT_API_SELECT_DB, real, mysql, OUT_ZERO_OK, r);
+    return r;
+}
+
+MT_EXPORT int mysql_ping(struct mt_mysql *mysql) {
+    __typeof__(&mysql_ping) real = REAL(mysql_ping);
+    if (real == NULL) {
+        return MT_NO_REAL_INT;
+    }
+    if (nested()) {
+        return real(mysql);
+    }
+    begin_mysql(MT_API_PING, real, mysql, NULL, 0);
+    depth++;
+    int r = real(mysql);
+    depth--;
+    end_mysql(MT_API_PING, real, mysql, OUT_ZERO_OK, r);
+    return r;
+}
+
+// Reported before the real call: afterwards the handle is freed.
+static void close_report(const void *real, struct mt_mysql *mysql) {
+    begin_mysql(MT_API_CLOSE, real, mysql, NULL, 0);
+    end_mysql(MT_API_CLOSE, real, mysql, OUT_ZERO_OK, 0);
+}
+
+MT_EXPORT void mysql_close(struct mt_mysql *mysql) {
+    __typeof__(&mysql_close) real = REAL(mysql_close);
+    if (real == NULL) {
+        return;
+    }
+    if (nested()) {
+        real(mysql);
+        return;
+    }
+    // The call's end is reported after it, so its time and the COM_QUIT it
+    // sends fall inside it; the handle is freed by then, so nothing is read
+    // from it afterwards.
+    begin_mysql(MT_API_CLOSE, real, mysql, NULL, 0);
+    uint32_t conn = 0;
+    int report_end = MT_PROBE_ON(api_end) && mysql != NULL;
+    if (report_end) {
+        int saved = errno;
+        conn = mysql_conn(real, mysql);
+        errno = saved;
+    }
+    depth++;
+    real(mysql);
+    depth--;
+    if (report_end) {
+        MT_FIRE_API_END(MT_API_CLOSE, mysql, conn, 0, 0, NULL, NULL, 0);
+    }
+}
+
+// ---- Non-blocking API (libmariadb) ----
+
+// A _cont function: the operation's end when it returns 0.
+#define MT_CONT(name, handle_type, ret_type, no_real_value, end_call)    \
+    MT_EXPORT int name(ret_type *ret, handle_type *handle, int status) { \
+        __typeof__(&name) real = REAL(name);                             \
+        if (real == NULL) {                                              \
+            *ret = no_real_value;                                        \
+            return 0;                                                    \
+        }                                                                \
+        if (nested()) {                                                  \
+            return real(ret, handle, status);                            \
+        }                                                                \
+        depth++;                                                         \
+        int done = real(ret, handle, status);                            \
+        depth--;                                                         \
+        if (done == 0) {                                                 \
+            end_call;                                                    \
+        }                                                                \
+        return done;                                                     \
+    }
+
+// A _start function: api_begin, the call, and the end if it completed at once.
+#define MT_START(name, handle_type, ret_type, no_real_value, params, args, begin_call, end_call) \
+    MT_EXPORT int name(ret_type *ret, handle_type *handle MT_UNPAREN params) {                   \
+        __typeof__(&name) real = REAL(name);                                                     \
+        if (real == NULL) {                                                                      \
+            *ret = no_real_value;                                                                \
+            return 0;                                                                            \
+        }                                                                                        \
+        if (nested()) {                                                                          \
+            return real(ret, handle MT_UNPAREN args);                                            \
+        }                                                                                        \
+        begin_call;                                                                              \
+        depth++;                                                                                 \
+        int done = real(ret, handle MT_UNPAREN args);                                            \
+        depth--;                                                                                 \
+        if (done == 0) {                                                                         \
+            end_call;                                                                            \
+        }                                                                                        \
+        return done;                                                                             \
+    }
+
+#define MT_UNPAREN(...) __VA_ARGS__
+
+#define MT_NONBLOCKING(base, handle_type, ret_type, no_real_value, params, args, begin_call, \
+                       end_call)                                                             \
+    MT_START(base##_start, handle_type, ret_type, no_real_value, params, args, begin_call,   \
+             end_call)                                                                       \
+    MT_CONT(base##_cont, handle_type, ret_type, no_real_value, end_call)
+
+MT_NONBLOCKING(mysql_real_connect, struct mt_mysql, struct mt_mysql *, NULL,
+               (, const char *host, const char *user, const char *passwd, const char *db,
+                unsigned int port, const char *unix_socket, unsigned long flags),
+               (, host, user, passwd, db, port, unix_socket, flags),
+               begin_mysql(MT_API_REAL_CONNECT, real, handle, NULL, 0),
+               end_mysql(MT_API_REAL_CONNECT, real, handle, OUT_HANDLE, *ret != NULL))
+
+MT_NONBLOCKING(mysql_real_query, struct mt_mysql, int, MT_NO_REAL_INT,
+               (, const char *q, unsigned long length), (, q, length),
+               begin_mysql(MT_API_REAL_QUERY, real, handle, q, length),
+               end_mysql(MT_API_REAL_QUERY, real, handle, OUT_ZERO_OK, *ret))
+
+MT_NONBLOCKING(mysql_query, struct mt_mysql, int, MT_NO_REAL_INT, (, const char *q), (, q),
+               begin_mysql_cstr(MT_API_QUERY, real, handle, q),
+               end_mysql(MT_API_QUERY, real, handle, OUT_ZERO_OK, *ret))
+
+MT_NONBLOCKING(mysql_send_query, struct mt_mysql, int, MT_NO_REAL_INT,
+               (, const char *q, unsigned long length), (, q, length),
+               begin_mysql(MT_API_SEND_QUERY, real, handle, q, length),
+               end_mysql(MT_API_SEND_QUERY, real, handle, OUT_ZERO_OK, *ret))
+
+MT_NONBLOCKING(mysql_read_query_result, struct mt_mysql, mt_bool, MT_NO_REAL_BOOL, (), (),
+               begin_mysql(MT_API_READ_QUERY_RESULT, real, handle, NULL, 0),
+               end_mysql(MT_API_READ_QUERY_RESULT, real, handle, OUT_ZERO_OK, *ret))
+
+MT_NONBLOCKING(mysql_store_result, struct mt_mysql, struct mt_mysql_res *, NULL, (), (),
+               begin_mysql(MT_API_STORE_RESULT, real, handle, NULL, 0),
+               end_mysql(MT_API_STORE_RESULT, real, handle, OUT_RESULT_SET, *ret != NULL))
+
+MT_NONBLOCKING(mysql_next_result, struct mt_mysql, int, MT_NO_REAL_INT, (), (),
+               begin_mysql(MT_API_NEXT_RESULT, real, handle, NULL, 0),
+               end_mysql(MT_API_NEXT_RESULT, real, handle, OUT_POSITIVE, *ret))
+
+MT_NONBLOCKING(mysql_change_user, struct mt_mysql, mt_bool, MT_NO_REAL_BOOL,
+               (, const char *user, const char *passwd, const char *db), (, user, passwd, db),
+               begin_mysql(MT_API_CHANGE_USER, real, handle, NULL, 0),
+               end_mysql(MT_API_CHANGE_USER, real, handle, OUT_ZERO_OK, *ret))
+
+MT_NONBLOCKING(mysql_select_db, struct mt_mysql, int, MT_NO_REAL_INT, (, const char *db), (, db),
+               begin_mysql_cstr(MT_API_SELECT_DB, real, handle, db),
+               end_mysql(MT_API_SELECT_DB, real, handle, OUT_ZERO_OK, *ret))
+
+MT_NONBLOCKING(mysql_ping, struct mt_mysql, int, MT_NO_REAL_INT, (), (),
+               begin_mysql(MT_API_PING, real, handle, NULL, 0),
+               end_mysql(MT_API_PING, real, handle, OUT_ZERO_OK, *ret))
+
+MT_NONBLOCKING(mysql_stmt_prepare, struct mt_mysql_stmt, int, MT_NO_REAL_INT,
+               (, const char *q, unsigned long length), (, q, length),
+               begin_stmt(MT_API_STMT_PREPARE, real, handle, q, length),
+               end_stmt(MT_API_STMT_PREPARE, real, handle, OUT_ZERO_OK, *ret))
+
+MT_NONBLOCKING(mysql_stmt_execute, struct mt_mysql_stmt, int, MT_NO_REAL_INT, (), (),
+               begin_stmt(MT_API_STMT_EXECUTE, real, handle, NULL, 0),
+               end_stmt(MT_API_STMT_EXECUTE, real, handle, OUT_ZERO_OK, *ret))
+
+MT_NONBLOCKING(mysql_stmt_fetch, struct mt_mysql_stmt, int, MT_NO_REAL_INT, (), (),
+               begin_stmt(MT_API_STMT_FETCH, real, handle, NULL, 0),
+               end_stmt(MT_API_STMT_FETCH, real, handle, OUT_FETCH, *ret))
+
+MT_NONBLOCKING(mysql_stmt_close, struct mt_mysql_stmt, mt_bool, MT_NO_REAL_BOOL, (), (),
+               begin_stmt(MT_API_STMT_CLOSE, real, handle, NULL, 0),
+               end_stmt(MT_API_STMT_CLOSE, real, handle, OUT_FREED, *ret))
+
+// Reported before the operation starts, like mysql_close(): when it completes
+// the handle is gone. The _cont function only keeps the library's own final
+// mysql_close() call from being reported again.
+MT_EXPORT int mysql_close_start(struct mt_mysql *mysql) {
+    __typeof__(&mysql_close_start) real = REAL(mysql_close_start);
+    if (real == NULL) {
+        return 0;
+    }
+    if (nested()) {
+        return real(mysql);
+    }
+    close_report(real, mysql);
+    depth++;
+    int done = real(mysql);
+    depth--;
+    return done;
+}
+
+MT_EXPORT int mysql_close_cont(struct mt_mysql *mysql, int status) {
+    __typeof__(&mysql_close_cont) real = REAL(mysql_close_cont);
+    if (real == NULL) {
+        return 0;
+    }
+    if (nested()) {
+        return real(mysql, status);
+    }
+    depth++;
+    int done = real(mysql, status);
+    depth--;
+    return done;
+}

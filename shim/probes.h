@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The shim's USDT probes (provider "mysqltrace", include/mysqltrace/abi/usdt.h)
+// and their semaphores. A probe's arguments are prepared only while its
+// semaphore is non-zero, i.e. while a tracer has it attached.
+#pragma once
+
+#include <stdint.h>
+
+// Semaphores let an idle site cost one load and a not-taken branch; the
+// kernel increments them when a uprobe with a ref_ctr_offset is attached.
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Defined in probes.c, in the ".probes" section: it is file-backed data
+// (not .bss), which the kernel needs to find a semaphore by file offset.
+extern volatile unsigned short mysqltrace_io_semaphore;
+extern volatile unsigned short mysqltrace_api_begin_semaphore;
+extern volatile unsigned short mysqltrace_api_end_semaphore;
+extern volatile unsigned short mysqltrace_trace_event_semaphore;
+
+#ifdef __cplusplus
+}
+#endif
+
+#define MT_PROBE_ON(name) __builtin_expect(mysqltrace_##name##_semaphore != 0, 0)
+
+// Argument types are fixed here so that the sizes in the notes match what
+// bpf/client.bpf.c reads, whatever the caller passes.
+#define MT_FIRE_IO(op, conn, fd, ptr, len, ret, kind, family)                             \
+    STAP_PROBE8(mysqltrace, io, (int)(op), (uint32_t)(conn), (int)(fd),                   \
+                (uint64_t)(uintptr_t)(ptr), (uint64_t)(len), (int64_t)(ret), (int)(kind), \
+                (int)(family))
+
+#define MT_FIRE_API_BEGIN(func, handle, conn, arg, arg_len)                        \
+    STAP_PROBE5(mysqltrace, api_begin, (int)(func), (uint64_t)(uintptr_t)(handle), \
+                (uint32_t)(conn), (uint64_t)(uintptr_t)(arg), (uint64_t)(arg_len))
+
+#define MT_FIRE_API_END(func, handle, conn, ret, error_code, sqlstate, message, thread_id)         \
+    STAP_PROBE8(mysqltrace, api_end, (int)(func), (uint64_t)(uintptr_t)(handle), (uint32_t)(conn), \
+                (int64_t)(ret), (uint32_t)(error_code), (uint64_t)(uintptr_t)(sqlstate),           \
+                (uint64_t)(uintptr_t)(message), (uint32_t)(thread_id))
+
+#define MT_FIRE_TRACE_EVENT(handle, stage, event, conn)                               \
+    STAP_PROBE4(mysqltrace, trace_event, (uint64_t)(uintptr_t)(handle), (int)(stage), \
+                (int)(event), (uint32_t)(conn))

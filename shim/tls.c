@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The TLS interposers (OpenSSL, GnuTLS): the cleartext of followed sockets,
+// reported through the io probe as TLS_RECV / TLS_SEND.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fd_table.h"
+#include "mysqltrace/abi/event.h"
+#include "mysqltrace/abi/usdt.h"
+#include "probes.h"
+#include "resolve.h"
+
+// Opaque: the shim needs neither library's headers, only their public API.
+struct mt_ssl;
+struct mt_gnutls_session;
+
+int SSL_read(struct mt_ssl *ssl, void *buf, int num);
+int SSL_write(struct mt_ssl *ssl, const void *buf, int num);
+int SSL_read_ex(struct mt_ssl *ssl, void *buf, size_t num, size_t *readbytes);
+int SSL_write_ex(struct mt_ssl *ssl, const void *buf, size_t num, size_t *written);
+ssize_t gnutls_record_recv(struct mt_gnutls_session *session, void *data, size_t size);
+ssize_t gnutls_record_send(struct mt_gnutls_session *session, const void *data, size_t size);
+
+// Returned when the real function cannot be found (the library is not
+// loaded, so nothing should have called it): GNUTLS_E_INTERNAL_ERROR.
+#define MT_GNUTLS_NO_REAL (-59)
+
+#define MT_TLS_FUNCS(X)   \
+    X(SSL_read)           \
+    X(SSL_write)          \
+    X(SSL_read_ex)        \
+    X(SSL_write_ex)       \
+    X(gnutls_record_recv) \
+    X(gnutls_record_send)
+
+#define MT_REAL_SLOT(name) static void *_Atomic real_##name;
+MT_TLS_FUNCS(MT_REAL_SLOT)
+
+#define REAL(name) ((__typeof__(&name))mt_real(&real_##name, #name))
+
+static void *_Atomic helper_ssl_get_fd;
+static void *_Atomic helper_gnutls_get_int;
+
+__attribute__((constructor)) static void tls_init(void) {
+#define MT_PRERESOLVE(name) mt_preresolve(&real_##name, #name);
+    MT_TLS_FUNCS(MT_PRERESOLVE)
+}
+
+static void report(int op, int fd, const void *buf, uint64_t n, int64_t ret) {
+    struct mt_fd_slot *s = mt_fd_slot(fd);
+    if (s == NULL || !mt_fd_followed(atomic_load_explicit(&s->state, memory_order_acquire))) {
+        return;
+    }
+    uint32_t conn = atomic_load_explicit(&s->conn, memory_order_relaxed);
+    int family = atomic_load_explicit(&s->family, memory_order_relaxed);
+    MT_FIRE_IO(op, conn, fd, buf, n, ret, MT_IO_BUF, family);
+}
+
+// The descriptor comes from SSL_get_fd() of the same libssl: -1 for an SSL
+// object that is not on a socket BIO.
+__attribute__((noinline)) static void ssl_report(int op, const void *real, struct mt_ssl *ssl,
+                                                 const void *buf, uint64_t n, int64_t ret) {
+    int saved = errno;
+    int (*get_fd)(const struct mt_ssl *) = mt_helper(&helper_ssl_get_fd, real, "SSL_get_fd");
+    if (get_fd != NULL) {
+        report(op, get_fd(ssl), buf, n, ret);
+    }
+    errno = saved;
+}
+
+// gnutls_transport_get_int() is only meaningful for sessions given a
+// descriptor (gnutls_transport_set_int); a pointer transport gives a value
+// that is not in the table, or rarely, one that happens to be.
+__attribute__((noinline)) static void gnutls_report(int op, const void *real,
+                                                    struct mt_gnutls_session *session,
+                                                    const void *buf, uint64_t n, int64_t ret) {
+    int saved = errno;
+    int (*get_int)(struct mt_gnutls_session *) =
+        mt_helper(&helper_gnutls_get_int, real, "gnutls_transport_get_int");
+    if (get_int != NULL) {
+        report(op, get_int(session), buf, n, ret);
+    }
+    errno = saved;
+}
+
+MT_EXPORT int SSL_read(struct mt_ssl *ssl, void *buf, int num) {
+    __typeof__(&SSL_read) real = REAL(SSL_read);
+    if (real == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int r = real(ssl, buf, num);
+    if (MT_PROBE_ON(io)) {
+        ssl_report(MT_SOCK_TLS_RECV, (const void *)real, ssl, buf, r > 0 ? (uint64_t)r : 0, r);
+    }
+    return r;
+}
+
+MT_EXPORT int SSL_write(struct mt_ssl *ssl, const void *buf, int num) {
+    __typeof__(&SSL_write) real = REAL(SSL_write);
+    if (real == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int r = real(ssl, buf, num);
+    if (MT_PROBE_ON(io)) {
+        ssl_report(MT_SOCK_TLS_SEND, (const void *)real, ssl, buf, r > 0 ? (uint64_t)r : 0, r);
+    }
+    return r;
+}
+
+// The _ex variants return 1 or 0 and the byte count separately; ret is the
+// byte count on success and 0 on failure.
+MT_EXPORT int SSL_read_ex(struct mt_ssl *ssl, void *buf, size_t num, size_t *readbytes) {
+    __typeof__(&SSL_read_ex) real = REAL(SSL_read_ex);
+    if (real == NULL) {
+        errno = ENOSYS;
+        return 0;
+    }
+    int r = real(ssl, buf, num, readbytes);
+    if (MT_PROBE_ON(io)) {
+        uint64_t n = r == 1 && readbytes != NULL ? *readbytes : 0;
+        ssl_report(MT_SOCK_TLS_RECV, (const void *)real, ssl, buf, n, (int64_t)n);
+    }
+    return r;
+}
+
+MT_EXPORT int SSL_write_ex(struct mt_ssl *ssl, const void *buf, size_t num, size_t *written) {
+    __typeof__(&SSL_write_ex) real = REAL(SSL_write_ex);
+    if (real == NULL) {
+        errno = ENOSYS;
+        return 0;
+    }
+    int r = real(ssl, buf, num, written);
+    if (MT_PROBE_ON(io)) {
+        uint64_t n = r == 1 && written != NULL ? *written : 0;
+        ssl_report(MT_SOCK_TLS_SEND, (const void *)real, ssl, buf, n, (int64_t)n);
+    }
+    return r;
+}
+
+MT_EXPORT ssize_t gnutls_record_recv(struct mt_gnutls_session *session, void *data, size_t size) {
+    __typeof__(&gnutls_record_recv) real = REAL(gnutls_record_recv);
+    if (real == NULL) {
+        errno = ENOSYS;
+        return MT_GNUTLS_NO_REAL;
+    }
+    ssize_t r = real(session, data, size);
+    if (MT_PROBE_ON(io)) {
+        gnutls_report(MT_SOCK_TLS_RECV, (const void *)real, session, data, r > 0 ? (uint64_t)r : 0,
+                      r);
+    }
+    return r;
+}
+
+MT_EXPORT ssize_t gnutls_record_send(struct mt_gnutls_session *session, const void *data,
+                                     size_t size) {
+    __typeof__(&gnutls_record_send) real = REAL(gnutls_record_send);
+    if (real == NULL) {
+        errno = ENOSYS;
+        return MT_GNUTLS_NO_REAL;
+    }
+    ssize_t r = real(session, data, size);
+    if (MT_PROBE_ON(io)) {
+        gnutls_report(MT_SOCK_TLS_SEND, (const void *)real, session, data, r > 0 ? (uint64_t)r : 0,
+                      r);
+    }
+    return r;
+}

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The built libmysqltrace-shim.so against the USDT contract of
+// include/mysqltrace/abi/usdt.h: its probe notes (names, argument sizes and
+// forms, semaphores), the instruction at every site, and its exported symbols.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gelf.h>
+#include <gtest/gtest.h>
+#include <libelf.h>
+
+#include "elf/disassembler.h"
+#include "elf/elf_file.h"
+#include "mysqltrace/abi/usdt.h"
+
+namespace {
+
+struct Note {
+    std::string provider, name, args;
+    uint64_t pc = 0, base = 0, semaphore = 0;
+};
+
+struct Section {
+    uint64_t addr = 0, size = 0;
+    uint32_t type = 0;
+};
+
+struct ShimElf {
+    std::vector<Note> notes;
+    std::map<std::string, Section> sections;
+    std::set<std::string> exports;  // defined global symbols of .dynsym
+    std::vector<std::string> needed;
+};
+
+struct ElfCloser {
+    void operator()(Elf *e) const { elf_end(e); }
+};
+
+void read_notes(Elf_Data *data, std::vector<Note> &notes) {
+    size_t off = 0, name_off = 0, desc_off = 0;
+    GElf_Nhdr nh;
+    while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) != 0) {
+        const char *p = static_cast<const char *>(data->d_buf);
+        if (nh.n_type != 3 || std::strcmp(p + name_off, "stapsdt") != 0 || nh.n_descsz < 24) {
+            continue;
+        }
+        Note n;
+        std::memcpy(&n.pc, p + desc_off, 8);
+        std::memcpy(&n.base, p + desc_off + 8, 8);
+        std::memcpy(&n.semaphore, p + desc_off + 16, 8);
+        const char *s = p + desc_off + 24;
+        n.provider = s;
+        s += n.provider.size() + 1;
+        n.name = s;
+        s += n.name.size() + 1;
+        n.args = s;
+        notes.push_back(n);
+    }
+}
+
+ShimElf load(const char *path) {
+    ShimElf out;
+    EXPECT_NE(elf_version(EV_CURRENT), EV_NONE);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0) << path;
+    if (fd < 0) {
+        return out;
+    }
+    std::unique_ptr<Elf, ElfCloser> e(elf_begin(fd, ELF_C_READ, nullptr));
+    size_t shstrndx = 0;
+    EXPECT_EQ(elf_getshdrstrndx(e.get(), &shstrndx), 0);
+    Elf_Scn *scn = nullptr;
+    while ((scn = elf_nextscn(e.get(), scn)) != nullptr) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) == nullptr) {
+            continue;
+        }
+        const char *name = elf_strptr(e.get(), shstrndx, sh.sh_name);
+        std::string sname = name ? name : "";
+        out.sections[sname] = {sh.sh_addr, sh.sh_size, sh.sh_type};
+        Elf_Data *data = elf_getdata(scn, nullptr);
+        if (data == nullptr) {
+            continue;
+        }
+        if (sh.sh_type == SHT_NOTE && sname == ".note.stapsdt") {
+            read_notes(data, out.notes);
+        } else if (sh.sh_type == SHT_DYNSYM && sh.sh_entsize != 0) {
+            for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+                GElf_Sym sym;
+                if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr ||
+                    sym.st_shndx == SHN_UNDEF) {
+                    continue;
+                }
+                int bind = GELF_ST_BIND(sym.st_info);
+                if (bind == STB_GLOBAL || bind == STB_WEAK) {
+                    out.exports.insert(elf_strptr(e.get(), sh.sh_link, sym.st_name));
+                }
+            }
+        } else if (sh.sh_type == SHT_DYNAMIC && sh.sh_entsize != 0) {
+            for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+                GElf_Dyn dyn;
+                if (gelf_getdyn(data, static_cast<int>(i), &dyn) != nullptr &&
+                    dyn.d_tag == DT_NEEDED) {
+                    out.needed.push_back(elf_strptr(e.get(), sh.sh_link, dyn.d_un.d_val));
+                }
+            }
+        }
+    }
+    close(fd);
+    return out;
+}
+
+const ShimElf &shim() {
+    static const ShimElf elf = load(MYSQLTRACE_SHIM_PATH);
+    return elf;
+}
+
+std::vector<std::string> split(const std::string &s) {
+    std::istringstream in(s);
+    std::vector<std::string> v;
+    for (std::string w; in >> w;) {
+        v.push_back(w);
+    }
+    return v;
+}
+
+// Argument sizes per probe, as bpf/client.bpf.c reads them (negative: signed).
+const std::map<std::string, std::vector<int>> &contract() {
+    static const std::map<std::string, std::vector<int>> c = {
+        // io(op, conn, fd, ptr, len, ret, kind, family)
+        {MT_USDT_IO, {-4, 4, -4, 8, 8, -8, -4, -4}},
+        // api_begin(func, handle, conn, arg, arg_len)
+        {MT_USDT_API_BEGIN, {-4, 8, 4, 8, 8}},
+        // api_end(func, handle, conn, ret, error_code, sqlstate, message, thread_id)
+        {MT_USDT_API_END, {-4, 8, 4, -8, 4, 8, 8, 4}},
+        // trace_event(handle, stage, event, conn)
+        {MT_USDT_TRACE_EVENT, {8, -4, -4, 4}},
+    };
+    return c;
+}
+
+TEST(ShimSites, AllFourProbesOfTheContract) {
+    const auto &elf = shim();
+    std::set<std::string> names;
+    for (const auto &n : elf.notes) {
+        EXPECT_EQ(n.provider, MT_USDT_PROVIDER);
+        names.insert(n.name);
+    }
+    EXPECT_EQ(names, (std::set<std::string>{MT_USDT_IO, MT_USDT_API_BEGIN, MT_USDT_API_END,
+                                            MT_USDT_TRACE_EVENT}));
+}
+
+TEST(ShimSites, ArgumentSizesAndFormsAreWhatBpfReads) {
+    // The operand forms libbpf's USDT argument parser accepts on x86-64:
+    // a register, a constant, or a register-relative memory operand.
+    const std::regex form(R"(^(-?[0-9]+)@(%[a-z0-9]+|\$-?[0-9]+|-?[0-9]*\(%[a-z0-9]+\))$)");
+    for (const auto &n : shim().notes) {
+        auto want = contract().find(n.name);
+        ASSERT_NE(want, contract().end()) << n.name;
+        auto args = split(n.args);
+        ASSERT_EQ(args.size(), want->second.size()) << n.name << ": " << n.args;
+        for (size_t i = 0; i < args.size(); i++) {
+            std::smatch m;
+            ASSERT_TRUE(std::regex_match(args[i], m, form)) << n.name << ": " << args[i];
+            EXPECT_EQ(std::stoi(m[1].str()), want->second[i])
+                << n.name << " argument " << i + 1 << ": " << n.args;
+        }
+    }
+}
+
+TEST(ShimSites, SemaphoresAreFileBackedAndOnePerProbe) {
+    const auto &elf = shim();
+    auto probes = elf.sections.find(".probes");
+    ASSERT_NE(probes, elf.sections.end());
+    // PROGBITS, not NOBITS: the kernel finds a semaphore by its file offset.
+    EXPECT_EQ(probes->second.type, static_cast<uint32_t>(SHT_PROGBITS));
+    std::map<std::string, std::set<uint64_t>> by_probe;
+    for (const auto &n : elf.notes) {
+        EXPECT_NE(n.semaphore, 0u) << n.name;
+        EXPECT_GE(n.semaphore, probes->second.addr) << n.name;
+        EXPECT_LT(n.semaphore, probes->second.addr + probes->second.size) << n.name;
+        by_probe[n.name].insert(n.semaphore);
+    }
+    std::set<uint64_t> all;
+    for (const auto &[name, semas] : by_probe) {
+        EXPECT_EQ(semas.size(), 1u) << name;
+        all.insert(semas.begin(), semas.end());
+    }
+    EXPECT_EQ(all.size(), by_probe.size());
+}
+
+TEST(ShimSites, EverySiteIsAOneByteNop) {
+    const auto &elf = shim();
+    auto base = elf.sections.find(".stapsdt.base");
+    ASSERT_NE(base, elf.sections.end());
+    auto file = mysqltrace::elf::ElfFile::open(MYSQLTRACE_SHIM_PATH);
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    mysqltrace::elf::Disassembler dis;
+    ASSERT_FALSE(elf.notes.empty());
+    for (const auto &n : elf.notes) {
+        // The note records .stapsdt.base's link-time address; a prelinked
+        // file would have moved both.
+        uint64_t pc = n.pc + (base->second.addr - n.base);
+        auto bytes = (*file)->read(pc, 16);
+        ASSERT_TRUE(bytes.ok()) << n.name;
+        const cs_insn *insn = dis.decode(*bytes, pc);
+        ASSERT_NE(insn, nullptr) << n.name;
+        EXPECT_EQ(insn->id, static_cast<unsigned>(X86_INS_NOP)) << n.name;
+        EXPECT_EQ(insn->size, 1) << n.name << ": " << mysqltrace::elf::Disassembler::text(*insn);
+        EXPECT_EQ(insn->bytes[0], 0x90) << n.name;
+    }
+}
+
+TEST(ShimSites, ExportsExactlyTheInterposers) {
+    const std::set<std::string> want = {
+        // libc
+        "connect", "read", "write", "recv", "send", "recvfrom", "sendto", "recvmsg", "sendmsg",
+        "readv", "writev", "close", "shutdown", "__read_chk", "__recv_chk", "__recvfrom_chk",
+        // TLS
+        "SSL_read", "SSL_write", "SSL_read_ex", "SSL_write_ex", "gnutls_record_recv",
+        "gnutls_record_send",
+        // MySQL C API
+        "mysql_real_connect", "mysql_real_query", "mysql_query", "mysql_send_query",
+        "mysql_read_query_result", "mysql_store_result", "mysql_use_result", "mysql_next_result",
+        "mysql_stmt_prepare", "mysql_stmt_execute", "mysql_stmt_fetch", "mysql_stmt_close",
+        "mysql_change_user", "mysql_select_db", "mysql_ping", "mysql_close",
+        // libmariadb's non-blocking API
+        "mysql_real_connect_start", "mysql_real_connect_cont", "mysql_real_query_start",
+        "mysql_real_query_cont", "mysql_query_start", "mysql_query_cont", "mysql_send_query_start",
+        "mysql_send_query_cont", "mysql_read_query_result_start", "mysql_read_query_result_cont",
+        "mysql_store_result_start", "mysql_store_result_cont", "mysql_next_result_start",
+        "mysql_next_result_cont", "mysql_change_user_start", "mysql_change_user_cont",
+        "mysql_select_db_start", "mysql_select_db_cont", "mysql_ping_start", "mysql_ping_cont",
+        "mysql_close_start", "mysql_close_cont", "mysql_stmt_prepare_start",
+        "mysql_stmt_prepare_cont", "mysql_stmt_execute_start", "mysql_stmt_execute_cont",
+        "mysql_stmt_fetch_start", "mysql_stmt_fetch_cont", "mysql_stmt_close_start",
+        "mysql_stmt_close_cont"};
+    EXPECT_EQ(want.size(), 68u);
+    EXPECT_EQ(shim().exports, want);
+}
+
+TEST(ShimSites, NeedsOnlyLibc) {
+    // No libstdc++ or client library dragged into the programs it is loaded into.
+    for (const auto &lib : shim().needed) {
+        EXPECT_TRUE(lib == "libc.so.6" || lib.rfind("ld-linux", 0) == 0) << lib;
+    }
+}
+
+}  // namespace

@@ -5,6 +5,9 @@
 #   baseline      no tracer, performance_schema OFF
 #   client        `mysqltrace client` attached to sysbench (all its connections)
 #   client-summary  the same with --summary-only (one line per command)
+#   shim-idle     sysbench with libmysqltrace-shim.so preloaded, no tracer
+#   run           `mysqltrace run -- sysbench` (the shim's USDT probes)
+#   run-no-api    the same with --no-api (socket probes only)
 #   server        `mysqltrace server` attached to mariadbd (every command)
 #   pfs           a second server with performance_schema ON, every
 #                 instrument and consumer enabled (the reference cost)
@@ -24,6 +27,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 mt="$build/userspace/mysqltrace"
+shim="$build/shim/libmysqltrace-shim.so"
 sandbox="$root/scripts/mariadb-sandbox.sh"
 [ -x "$mt" ] || { echo "overhead: build first ($mt missing)" >&2; exit 1; }
 
@@ -78,6 +82,12 @@ run_one() {  # config round
       wait_ready "$err"
       sysbench_cmd "$work/plain" "${args[@]}" >"$out"
       kill -INT "$tracer"; wait "$tracer"; tracer="" ;;
+    shim-idle) LD_PRELOAD="$shim" sysbench_cmd "$work/plain" "${args[@]}" >"$out" ;;
+    run|run-no-api)
+      local extra=()
+      [ "$cfg" = run-no-api ] && extra=(--no-api)
+      sysbench_args "$work/plain"
+      "$mt" run "${extra[@]}" --output /dev/null -- "${sb[@]}" "${args[@]}" >"$out" 2>"$err" ;;
     client|client-summary)
       local extra=()
       [ "$cfg" = client-summary ] && extra=(--summary-only)
@@ -99,7 +109,7 @@ run_one() {  # config round
 echo "overhead: starting servers (performance_schema OFF and ON)" >&2
 start_server plain
 start_server pfs --performance-schema
-configs=(baseline client client-summary server pfs)
+configs=(baseline shim-idle run run-no-api client client-summary server pfs)
 for r in $(seq "$rounds"); do
   for c in "${configs[@]}"; do
     echo "overhead: round $r/$rounds: $c" >&2
@@ -116,15 +126,20 @@ for line in open(sys.argv[1]):
 base = statistics.median(q for q, _ in rows["baseline"])
 print(f"sysbench oltp_point_select, {sys.argv[4]} threads, unix socket, {sys.argv[2]} interleaved "
       f"round(s) of {sys.argv[3]} s\n")
-print("| configuration | median QPS | min-max | vs baseline | records dropped |")
-print("|---|---|---|---|---|")
-names = {"baseline": "untraced", "client": "mysqltrace client on sysbench",
+threads = int(sys.argv[4])
+print("| configuration | median QPS | min-max | vs baseline | cost per command | records dropped |")
+print("|---|---|---|---|---|---|")
+names = {"baseline": "untraced", "shim-idle": "shim preloaded, no tracer",
+         "run": "mysqltrace run -- sysbench", "run-no-api": "mysqltrace run --no-api -- sysbench",
+         "client": "mysqltrace client on sysbench",
          "client-summary": "mysqltrace client --summary-only on sysbench",
          "server": "mysqltrace server on mariadbd", "pfs": "performance_schema ON (all)"}
-for cfg in ["baseline", "client", "client-summary", "server", "pfs"]:
+for cfg in ["baseline", "shim-idle", "run", "run-no-api", "client", "client-summary", "server", "pfs"]:
     qs = [q for q, _ in rows[cfg]]
     drops = [d for _, d in rows[cfg] if d is not None]
     med = statistics.median(qs)
+    # Extra time per command, on the critical path of each client thread.
+    cost = (threads / med - threads / base) * 1e6
     print(f"| {names[cfg]} | {med:.0f} | {min(qs):.0f}-{max(qs):.0f} | {med / base:.3f} | "
-          f"{sum(drops) if drops else '-'} |")
+          f"{cost:+.1f} us | {sum(drops) if drops else '-'} |")
 PY

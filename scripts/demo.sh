@@ -80,6 +80,21 @@ echo go >"$work/go"
 wait "$client_pid"
 finish_tracer
 
+banner "mysqltrace run -- mariadb ...: start a client under the shim, traced from CONNECTING"
+# The shim's USDT probes see the connection from its first connect(); a
+# client linked to libmariadb also shows its C API calls. The command's own
+# output and exit status pass through untouched.
+"$mt" run -- mariadb --socket="$MT_SOCKET" -u"$MT_USER" -p"$MT_PASSWORD" demo \
+  -e "SELECT name FROM t WHERE id = 1"
+sb=(sysbench oltp_point_select --db-driver=mysql --mysql-socket="$MT_SOCKET"
+    --mysql-user="$MT_USER" --mysql-password="$MT_PASSWORD" --mysql-db=demo
+    --tables=1 --table-size=100 --threads=1)
+"${sb[@]}" prepare >/dev/null
+banner "mysqltrace run -- sysbench: a libmariadb client's C API calls next to its commands"
+"$mt" run --output "$work/run.trace" -- "${sb[@]}" --events=3 run >/dev/null
+grep -E " (api|summary): " "$work/run.trace"
+
 banner "Done"
 echo "Try it on your own server: sudo $mt server --pid \$(pidof mariadbd)"
 echo "or on a client:              sudo $mt client --pid <pid of a program talking to MySQL>"
+echo "or start one under the shim: sudo $mt run -- <your client> [args]"

@@ -87,6 +87,7 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
     copts.follow_forks = s.follow_forks;
     copts.tls = s.tls;
     copts.shim_path = s.shim_path;
+    copts.shim_api = s.shim_api;
     copts.ring.bytes_per_cpu = a.ring_kib << 10;
     client::CaptureSinks sinks;
     sinks.on_sock = [&](const client::SockRecord &r) { table.on_record(r); };

@@ -31,6 +31,7 @@ struct ProtocolSession {
     bool follow_forks = false;
     bool tls = true;
     std::string shim_path;   // non-empty: the shim's probes (`run`)
+    bool shim_api = true;    // with the shim: its API call probes too
     std::string banner;      // "tracing MySQL connections of pid 42"
     bool to_stderr = false;  // without --output: events to stderr, not stdout
     // End when the first pid exits, even if followed children live on.

@@ -23,6 +23,7 @@ namespace {
 struct RunArgs : ProtocolArgs {
     std::vector<std::string> argv;
     std::string shim;
+    bool no_api = false;
 };
 
 // The shim next to this binary in a build tree, else where the package
@@ -87,6 +88,7 @@ int run_run(const RunArgs &a, const GlobalOptions &g) {
     s.pids = {child.pid()};
     s.follow_forks = true;
     s.shim_path = *shim;
+    s.shim_api = !a.no_api;
     s.end_with_first = true;
     s.to_stderr = true;
     s.banner = "running " + a.argv.front() + " (pid " + std::to_string(child.pid()) + ") with " +
@@ -151,6 +153,10 @@ void register_run(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     cmd->add_option("--shim", a->shim,
                     "The shim library to preload (default: next to this program, or installed; "
                     "also MYSQLTRACE_SHIM)");
+    cmd->add_flag("--no-api", a->no_api,
+                  "Do not report MySQL C API calls: only the wire, at half the probe hits per "
+                  "command (mysql_real_connect entry is then not the CONNECTING time, and "
+                  "client-side errors are not reported)");
     cmd->add_option("command", a->argv, "CMD [ARGS...], after --")->required();
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_run(*a, global); }; });
 }

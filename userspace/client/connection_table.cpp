@@ -368,16 +368,28 @@ void ConnectionTable::on_api(const ApiRecord &a) {
 }
 
 void ConnectionTable::end_call(const ApiRecord &a) {
-    auto calls = calls_.find(a.tid);
-    if (calls == calls_.end() || calls->second.empty() || calls->second.back().func != a.func) {
-        return;  // its entry was not seen (the trace began inside the call)
-    }
-    OpenCall call = std::move(calls->second.back());
-    calls->second.pop_back();
-    if (calls->second.empty()) {
-        calls_.erase(calls);
-    }
     const bool failed = a.func == MT_API_STMT_FETCH ? a.ret == 1 : a.ret != 0;
+    auto calls = calls_.find(a.tid);
+    OpenCall call;
+    if (calls != calls_.end() && !calls->second.empty() && calls->second.back().func == a.func) {
+        call = std::move(calls->second.back());
+        calls->second.pop_back();
+        if (calls->second.empty()) {
+            calls_.erase(calls);
+        }
+    } else if (failed) {
+        // The shim reports calls that read a buffered reply only when they
+        // fail, without their entry (or the trace began inside the call).
+        call.func = a.func;
+        call.pid = a.pid;
+        call.handle = a.handle;
+        call.begin_ns = a.ts_ns;
+        if (auto h = handle_socks_.find(a.handle); h != handle_socks_.end()) {
+            call.sock = h->second;
+        }
+    } else {
+        return;  // its entry was not seen: the trace began inside the call
+    }
     const std::string_view message(reinterpret_cast<const char *>(a.text.data()), a.text.size());
     uint64_t sock = a.sock != 0 ? a.sock : call.sock;
     if (a.func == MT_API_REAL_CONNECT && !failed && sock != 0) {

@@ -60,7 +60,7 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
         return make_error(err, "cannot attach the socket syscall tracepoints");
     }
     if (shim) {
-        if (auto r = c->attach_shim(opts.shim_path); !r) {
+        if (auto r = c->attach_shim(opts.shim_path, opts.shim_api); !r) {
             return r.error();
         }
     } else if (opts.tls) {
@@ -98,7 +98,7 @@ Result<void> SocketCapture::attach_tls(pid_t pid) {
     return {};
 }
 
-Result<void> SocketCapture::attach_shim(const std::string &path) {
+Result<void> SocketCapture::attach_shim(const std::string &path, bool api) {
     const std::pair<bpf_program *, const char *> probes[] = {
         {skel_->progs.client_shim_io, MT_USDT_IO},
         {skel_->progs.client_shim_api_begin, MT_USDT_API_BEGIN},
@@ -106,6 +106,9 @@ Result<void> SocketCapture::attach_shim(const std::string &path) {
         {skel_->progs.client_shim_trace_event, MT_USDT_TRACE_EVENT},
     };
     for (const auto &[prog, name] : probes) {
+        if (!api && prog != skel_->progs.client_shim_io) {
+            continue;  // unattached probes cost the shim nothing: their semaphores stay 0
+        }
         // Every process that maps the shim gets the probe; the pid filter in
         // BPF keeps the traced ones.
         bpf_link *l =

@@ -27,6 +27,7 @@ struct CaptureOptions {
     // Non-empty: `mysqltrace run` mode. The processes have this shim
     // preloaded; its USDT probes replace the syscall and TLS probes.
     std::string shim_path;
+    bool shim_api = true;  // also the API call probes (two hits per call)
     bpf::RingOptions ring;
 };
 
@@ -54,7 +55,7 @@ class SocketCapture {
     SocketCapture() = default;
     void on_record(std::span<const uint8_t> rec);
     Result<void> attach_tls(pid_t pid);
-    Result<void> attach_shim(const std::string &path);
+    Result<void> attach_shim(const std::string &path, bool api);
 
     ::client *skel_ = nullptr;
     std::unique_ptr<bpf::RingSet> rings_;

@@ -76,6 +76,7 @@ struct inflight {
     __u64 sock;
     __u64 ptr;  // buffer, iovec array, msghdr or sockaddr
     __u64 len;  // buffer length, iovec count or sockaddr length
+    __u64 start_ns;  // when the call began: a send's time (see emit())
     __u32 fd;
     __u32 nr;
     __u16 family;
@@ -97,6 +98,7 @@ struct tls_call {
     __u64 buf;
     __u64 out_len;  // size_t * of the _ex variants, else 0
     __u64 sock;     // learnt from a socket syscall made inside the call
+    __u64 start_ns;
     __u32 fd;
     __u16 family;
     __u16 func;  // enum mt_tls_func
@@ -204,6 +206,10 @@ static __always_inline void emit(struct mt_sock_event *ev, __u16 op, const struc
     ev->syscall = in->nr;
     size = sizeof(*ev) + copied;
     mt_fill_header(&ev->hdr, MT_EV_SOCK, size);
+    // A command is sent when its write starts: on a busy machine the server
+    // may have answered before the write returns, and that time is its own.
+    if ((op == MT_SOCK_SEND || op == MT_SOCK_TLS_SEND) && in->start_ns)
+        ev->hdr.ts_ns = in->start_ns;
     mt_output(ev, size);
 }
 
@@ -275,6 +281,7 @@ int BPF_PROG(client_sys_enter, struct pt_regs *regs, long id)
     in.sock = (__u64)sk;
     in.fd = fd;
     in.nr = id;
+    in.start_ns = bpf_ktime_get_ns();
     in.family = family;
     state = bpf_map_lookup_elem(&mt_socks, &in.sock);
     if (state && *state == MT_SOCK_IGNORED && id != NR_close)
@@ -417,6 +424,7 @@ int BPF_KPROBE(client_tls_enter, void *ssl, void *buf, __u64 num, void *out_len)
         return 0;
     c.ssl = (__u64)ssl;
     c.buf = (__u64)buf;
+    c.start_ns = bpf_ktime_get_ns();
     c.func = bpf_get_attach_cookie(ctx);
     if (c.func == MT_TLS_SSL_READ_EX || c.func == MT_TLS_SSL_WRITE_EX)
         c.out_len = (__u64)out_len;
@@ -466,6 +474,7 @@ int BPF_KRETPROBE(client_tls_exit, long ret)
     in.sock = c.sock;
     in.fd = c.fd;
     in.family = c.family;
+    in.start_ns = c.start_ns;
     emit(ev,
          (c.func == MT_TLS_SSL_READ || c.func == MT_TLS_SSL_READ_EX ||
           c.func == MT_TLS_GNUTLS_RECV) ? MT_SOCK_TLS_RECV : MT_SOCK_TLS_SEND,
@@ -521,7 +530,7 @@ int BPF_PROG(client_exit, struct task_struct *task)
 
 SEC("usdt")
 int BPF_USDT(client_shim_io, int op, __u32 conn, int fd, __u64 ptr, __u64 len, __s64 ret, int kind,
-             int family)
+             int family, __u64 start_ns)
 {
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
     struct inflight in = {};
@@ -537,6 +546,7 @@ int BPF_USDT(client_shim_io, int op, __u32 conn, int fd, __u64 ptr, __u64 len, _
     in.sock = MT_SHIM_SOCK(tgid, conn);
     in.fd = fd;
     in.family = family;
+    in.start_ns = start_ns;
     if (op == MT_SOCK_CONNECT) {
         copied = copy_user(ev->data, 0, (const void *)ptr, len < 128 ? len : 128);
     } else if (ret > 0 && op != MT_SOCK_CLOSE && op != MT_SOCK_SHUTDOWN) {

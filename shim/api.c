@@ -220,8 +220,8 @@ static inline int nested(void) {
 // are reported only when they fail (then with their error), as a probe hit
 // per row or result set would cost more than the work they do.
 static inline int quiet_unless_failed(int func) {
-    return func == MT_API_STORE_RESULT || func == MT_API_USE_RESULT ||
-           func == MT_API_NEXT_RESULT || func == MT_API_STMT_FETCH;
+    return func == MT_API_STORE_RESULT || func == MT_API_USE_RESULT || func == MT_API_NEXT_RESULT ||
+           func == MT_API_STMT_FETCH;
 }
 
 __attribute__((noinline)) static void begin_slow(int func, const void *real, void *handle,

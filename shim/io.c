@@ -144,7 +144,7 @@ __attribute__((noinline)) static void report(int op, struct mt_fd_slot *s, unsig
         int family = atomic_load_explicit(&s->family, memory_order_relaxed);
         int64_t ret = r >= 0 ? (int64_t)r : -(int64_t)saved;
         uint64_t len = kind == MT_IO_IOV ? iovcnt : (r > 0 ? (uint64_t)r : 0);
-        MT_FIRE_IO(op, conn, fd, ptr, len, ret, kind, family);
+        MT_FIRE_IO(op, conn, fd, ptr, len, ret, kind, family, mt_take_send_start(op));
     }
     errno = saved;
 }
@@ -159,6 +159,16 @@ static inline void after_buf(int op, int fd, const void *buf, ssize_t r) {
     unsigned state = atomic_load_explicit(&s->state, memory_order_acquire);
     if (__builtin_expect(mt_fd_followed(state), 0)) {
         report(op, s, state, fd, MT_IO_BUF, buf, 0, r);
+    }
+}
+
+// Before a send-side call: note when it began, for followed sockets only.
+static inline void before_send(int fd) {
+    struct mt_fd_slot *s = mt_fd_slot(fd);
+    if (s != NULL &&
+        __builtin_expect(mt_fd_followed(atomic_load_explicit(&s->state, memory_order_acquire)),
+                         0)) {
+        mt_mark_send_start(0);
     }
 }
 
@@ -206,7 +216,7 @@ static inline void before_end(int op, int fd) {
     if (mt_fd_followed(state) && MT_PROBE_ON(io)) {
         uint32_t conn = atomic_load_explicit(&s->conn, memory_order_relaxed);
         int family = atomic_load_explicit(&s->family, memory_order_relaxed);
-        MT_FIRE_IO(op, conn, fd, 0, 0, 0, MT_IO_BUF, family);
+        MT_FIRE_IO(op, conn, fd, 0, 0, 0, MT_IO_BUF, family, 0);
     }
     // Cleared while the descriptor is still open, so that no other thread can
     // have been given the same number and connected it in between.
@@ -224,7 +234,7 @@ static inline void fire_connect(uint32_t conn, int fd, const struct sockaddr *ad
                                 socklen_t addrlen, int r, int err, int family) {
     if (MT_PROBE_ON(io)) {
         MT_FIRE_IO(MT_SOCK_CONNECT, conn, fd, addr, addrlen, r == 0 ? 0 : -(int64_t)err, MT_IO_BUF,
-                   family);
+                   family, 0);
     }
 }
 
@@ -325,6 +335,7 @@ MT_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
     if (real == NULL) {
         return no_real();
     }
+    before_send(fd);
     ssize_t r = real(fd, buf, n);
     after_buf(MT_SOCK_SEND, fd, buf, r);
     return r;
@@ -359,6 +370,7 @@ MT_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags) {
     if (real == NULL) {
         return no_real();
     }
+    before_send(fd);
     ssize_t r = real(fd, buf, n, flags);
     after_buf(MT_SOCK_SEND, fd, buf, r);
     return r;
@@ -396,6 +408,7 @@ MT_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_S
     if (real == NULL) {
         return no_real();
     }
+    before_send(fd);
     ssize_t r = real(fd, buf, n, flags, addr, addrlen);
     after_buf(MT_SOCK_SEND, fd, buf, r);
     return r;
@@ -418,6 +431,7 @@ MT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
     if (real == NULL) {
         return no_real();
     }
+    before_send(fd);
     ssize_t r = real(fd, msg, flags);
     after_msg(MT_SOCK_SEND, fd, msg, r);
     return r;
@@ -438,6 +452,7 @@ MT_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
     if (real == NULL) {
         return no_real();
     }
+    before_send(fd);
     ssize_t r = real(fd, iov, iovcnt);
     after_iov(MT_SOCK_SEND, fd, iov, iovcnt, r);
     return r;

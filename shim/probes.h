@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <time.h>
 
 // Semaphores let an idle site cost one load and a not-taken branch; the
 // kernel increments them when a uprobe with a ref_ctr_offset is attached.
@@ -30,10 +31,36 @@ extern volatile unsigned short mysqltrace_trace_event_semaphore;
 
 // Argument types are fixed here so that the sizes in the notes match what
 // bpf/client.bpf.c reads, whatever the caller passes.
-#define MT_FIRE_IO(op, conn, fd, ptr, len, ret, kind, family)                             \
-    STAP_PROBE8(mysqltrace, io, (int)(op), (uint32_t)(conn), (int)(fd),                   \
+#define MT_FIRE_IO(op, conn, fd, ptr, len, ret, kind, family, start_ns)                   \
+    STAP_PROBE9(mysqltrace, io, (int)(op), (uint32_t)(conn), (int)(fd),                   \
                 (uint64_t)(uintptr_t)(ptr), (uint64_t)(len), (int64_t)(ret), (int)(kind), \
-                (int)(family))
+                (int)(family), (uint64_t)(start_ns))
+
+// When the send being reported began (CLOCK_MONOTONIC ns, the clock of
+// bpf_ktime_get_ns), per thread; 0 when not taken. A command is sent when its
+// write starts: on a busy machine the server may answer before the write
+// returns, and the time in between is the server's, not the client's.
+// Socket and TLS sends keep their own mark: a TLS write makes socket writes.
+extern __thread uint64_t mt_send_start_ns[2] __attribute__((tls_model("initial-exec")));
+
+static inline void mt_mark_send_start(int tls) {
+    if (MT_PROBE_ON(io)) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        mt_send_start_ns[tls] = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    }
+}
+
+// The mark for a send's report, cleared so it is never reused.
+static inline uint64_t mt_take_send_start(int op) {
+    if (op != 3 /* MT_SOCK_SEND */ && op != 7 /* MT_SOCK_TLS_SEND */) {
+        return 0;
+    }
+    int tls = op == 7;
+    uint64_t t = mt_send_start_ns[tls];
+    mt_send_start_ns[tls] = 0;
+    return t;
+}
 
 #define MT_FIRE_API_BEGIN(func, handle, conn, arg, arg_len)                        \
     STAP_PROBE5(mysqltrace, api_begin, (int)(func), (uint64_t)(uintptr_t)(handle), \

@@ -56,7 +56,7 @@ static void report(int op, int fd, const void *buf, uint64_t n, int64_t ret) {
     }
     uint32_t conn = atomic_load_explicit(&s->conn, memory_order_relaxed);
     int family = atomic_load_explicit(&s->family, memory_order_relaxed);
-    MT_FIRE_IO(op, conn, fd, buf, n, ret, MT_IO_BUF, family);
+    MT_FIRE_IO(op, conn, fd, buf, n, ret, MT_IO_BUF, family, mt_take_send_start(op));
 }
 
 // The descriptor comes from SSL_get_fd() of the same libssl: -1 for an SSL
@@ -105,6 +105,7 @@ MT_EXPORT int SSL_write(struct mt_ssl *ssl, const void *buf, int num) {
         errno = ENOSYS;
         return -1;
     }
+    mt_mark_send_start(1);
     int r = real(ssl, buf, num);
     if (MT_PROBE_ON(io)) {
         ssl_report(MT_SOCK_TLS_SEND, (const void *)real, ssl, buf, r > 0 ? (uint64_t)r : 0, r);
@@ -134,6 +135,7 @@ MT_EXPORT int SSL_write_ex(struct mt_ssl *ssl, const void *buf, size_t num, size
         errno = ENOSYS;
         return 0;
     }
+    mt_mark_send_start(1);
     int r = real(ssl, buf, num, written);
     if (MT_PROBE_ON(io)) {
         uint64_t n = r == 1 && written != NULL ? *written : 0;
@@ -163,6 +165,7 @@ MT_EXPORT ssize_t gnutls_record_send(struct mt_gnutls_session *session, const vo
         errno = ENOSYS;
         return MT_GNUTLS_NO_REAL;
     }
+    mt_mark_send_start(1);
     ssize_t r = real(session, data, size);
     if (MT_PROBE_ON(io)) {
         gnutls_report(MT_SOCK_TLS_SEND, (const void *)real, session, data, r > 0 ? (uint64_t)r : 0,

@@ -138,7 +138,7 @@ std::vector<std::string> split(const std::string &s) {
 const std::map<std::string, std::vector<int>> &contract() {
     static const std::map<std::string, std::vector<int>> c = {
         // io(op, conn, fd, ptr, len, ret, kind, family)
-        {MT_USDT_IO, {-4, 4, -4, 8, 8, -8, -4, -4}},
+        {MT_USDT_IO, {-4, 4, -4, 8, 8, -8, -4, -4, 8}},
         // api_begin(func, handle, conn, arg, arg_len)
         {MT_USDT_API_BEGIN, {-4, 8, 4, 8, 8}},
         // api_end(func, handle, conn, ret, error_code, sqlstate, message, thread_id)

@@ -12,7 +12,7 @@
 
 #define MT_USDT_PROVIDER "mysqltrace"
 
-// io(op, conn, fd, ptr, len, ret, kind, family)
+// io(op, conn, fd, ptr, len, ret, kind, family, start_ns)
 //   Fired after a socket call of a connection the shim follows returned (for
 //   close/shutdown: before the call).
 //   op      enum mt_sock_op (event.h): CONNECT, RECV, SEND, CLOSE, SHUTDOWN,
@@ -27,6 +27,8 @@
 //   ret     the call's result: bytes transferred, 0, or -errno
 //   kind    enum mt_io_kind
 //   family  AF_INET, AF_INET6 or AF_UNIX
+//   start_ns  SEND/TLS_SEND: CLOCK_MONOTONIC ns when the call began (a
+//           command is sent when its write starts), else 0
 #define MT_USDT_IO "io"
 
 // api_begin(func, handle, conn, arg, arg_len)

@@ -149,6 +149,34 @@ TEST(ConnectionTableApi, ConnectInsideRealConnectStartsAtTheCallsEntry) {
     EXPECT_FALSE(c.calls[0].failed);
 }
 
+TEST(ConnectionTableApi, LibraryTraceEventsAreReportedVerbatim) {
+    Collected c;
+    ConnectionTable t({}, c.callbacks());
+    auto addr = loopback(3306);
+    t.on_api(api(5, MT_API_BEGIN, MT_API_REAL_CONNECT));
+    t.on_record(connect_record(10, 1, 0, addr));
+    std::vector<uint8_t> greeting = {40, 0, 0, 0, 10, '8', '.', '4', 0};
+    greeting.resize(44, 0);
+    SockRecord r = connect_record(12, 1, static_cast<int64_t>(greeting.size()), addr);
+    r.op = MT_SOCK_RECV;
+    r.data = greeting;
+    t.on_record(r);
+    c.events.clear();
+    // Oracle's PROTOCOL_STAGE_WAIT_FOR_INIT_PACKET (1), TRACE_EVENT_PACKET_RECEIVED (15).
+    ApiRecord lib = api(13, MT_API_TRACE, 1);
+    lib.error_code = 15;
+    t.on_api(lib);
+    ApiRecord bad = api(14, MT_API_TRACE, 99);
+    t.on_api(bad);
+    ASSERT_EQ(c.events.size(), 1u);
+    EXPECT_EQ(c.sequence(), std::vector<std::string>{"1 WAIT_FOR_INIT_PACKET PACKET_RECEIVED @13"});
+    EXPECT_TRUE(c.events[0].from_library);
+    EXPECT_EQ(
+        c.events[0].details,
+        std::vector<std::string>{"reported by the client library's trace plugin (MYSQL 0x1000)"});
+    EXPECT_EQ(t.stats().library_events_unknown, 1u);
+}
+
 TEST(ConnectionTableApi, UnmatchedEndIsIgnored) {
     Collected c;
     ConnectionTable t({}, c.callbacks());

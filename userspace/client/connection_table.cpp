@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 
 #include "protocol/redact.h"
@@ -362,9 +363,43 @@ void ConnectionTable::on_api(const ApiRecord &a) {
     }
     if (a.phase == MT_API_END) {
         end_call(a);
+        return;
     }
-    // MT_API_TRACE (a library's own WL#6226 events) is not reported yet: the
-    // stage machine rebuilds the same events from the connection's bytes.
+    library_event(a);
+}
+
+void ConnectionTable::library_event(const ApiRecord &a) {
+    // The library's enum protocol_stage and enum trace_event have the order
+    // of protocol::Stage and protocol::TraceEvent (WL#6226).
+    if (a.func > static_cast<uint32_t>(protocol::Stage::disconnected) ||
+        a.error_code > static_cast<uint32_t>(protocol::TraceEvent::packet_sent)) {
+        stats_.library_events_unknown++;
+        return;
+    }
+    protocol::ProtocolEvent ev;
+    uint64_t sock = a.sock;
+    if (sock == 0) {
+        if (auto h = handle_socks_.find(a.handle); h != handle_socks_.end()) {
+            sock = h->second;
+        }
+    }
+    if (auto it = sock != 0 ? conns_.find(sock) : conns_.end(); it != conns_.end()) {
+        ev.conn = it->second.info.id;
+    }
+    ev.ts_ns = a.ts_ns;
+    ev.pid = a.pid;
+    ev.tid = a.tid;
+    ev.stage = static_cast<protocol::Stage>(a.func);
+    ev.event = static_cast<protocol::TraceEvent>(a.error_code);
+    ev.from_library = true;
+    char handle[40];
+    std::snprintf(handle, sizeof(handle), "0x%llx", static_cast<unsigned long long>(a.handle));
+    ev.details.push_back(std::string("reported by the client library's trace plugin (MYSQL ") +
+                         handle + ")");
+    stats_.events++;
+    if (cb_.on_event) {
+        cb_.on_event(ev);
+    }
 }
 
 void ConnectionTable::end_call(const ApiRecord &a) {

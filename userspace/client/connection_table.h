@@ -33,9 +33,10 @@ struct TableStats {
     uint64_t ignored_sockets = 0;  // judged not MySQL in userspace
     uint64_t events = 0;
     uint64_t commands = 0;
-    uint64_t bytes = 0;             // true bytes of MySQL connections, both ways
-    uint64_t bytes_not_copied = 0;  // beyond the snap length
-    uint64_t tls_unattributed = 0;  // TLS cleartext records of sessions with no known socket
+    uint64_t bytes = 0;                   // true bytes of MySQL connections, both ways
+    uint64_t bytes_not_copied = 0;        // beyond the snap length
+    uint64_t tls_unattributed = 0;        // TLS cleartext records of sessions with no known socket
+    uint64_t library_events_unknown = 0;  // trace plugin events with stage/event out of range
 };
 
 class ConnectionTable {
@@ -109,6 +110,8 @@ class ConnectionTable {
     void close_conn(std::map<uint64_t, Conn>::iterator it, uint64_t ts, uint32_t pid, uint32_t tid);
     OpenCall *open_call(uint32_t tid);
     void end_call(const ApiRecord &a);
+    // A WL#6226 event from the library's own trace plugin, verbatim.
+    void library_event(const ApiRecord &a);
     // A connection that never got a socket to the server (refused, unknown
     // host): CONNECTING, ERROR, DISCONNECTED.
     // Returns its id.

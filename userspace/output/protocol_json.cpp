@@ -67,6 +67,9 @@ json protocol_event_json(const ProtocolEvent &ev, const ProtocolJsonOptions &opt
     if (!ev.details.empty()) {
         j["details"] = ev.details;
     }
+    if (ev.from_library) {
+        j["source"] = "library";
+    }
     if (options.dump) {
         if (ev.packet_redacted) {
             j["packet_redacted"] = true;

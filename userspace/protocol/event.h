@@ -97,6 +97,9 @@ struct ProtocolEvent {
     std::optional<uint32_t> server_connection_id;
 
     std::vector<std::string> details;  // human-readable lines
+    // Reported verbatim by the client library's own WL#6226 trace plugin
+    // (the shim's trace_event probe), not rebuilt from the wire.
+    bool from_library = false;
 };
 
 enum class CommandResult : uint8_t {

@@ -417,70 +417,33 @@ MT_EXPORT int mysql_send_query(struct mt_mysql *mysql, const char *q, unsigned l
     return r;
 }
 
-MT_EXPORT mt_bool mysql_read_query_result(struct mt_mysql *mysql) {
-    __typeof__(&mysql_read_query_result) real = REAL(mysql_read_query_result);
-    if (real == NULL) {
-        return MT_NO_REAL_BOOL;
+// A function of one handle: report its entry, call it, report its end.
+// `raw` is the result as the end probe takes it (an expression of r).
+#define MT_ONE_HANDLE(name, ret_type, handle_type, no_real, kind, func, how, raw) \
+    MT_EXPORT ret_type name(handle_type *handle) {                                \
+        __typeof__(&name) real = REAL(name);                                      \
+        if (real == NULL) {                                                       \
+            return no_real;                                                       \
+        }                                                                         \
+        if (nested()) {                                                           \
+            return real(handle);                                                  \
+        }                                                                         \
+        begin_##kind(func, real, handle, NULL, 0);                                \
+        depth++;                                                                  \
+        ret_type r = real(handle);                                                \
+        depth--;                                                                  \
+        end_##kind(func, real, handle, how, raw);                                 \
+        return r;                                                                 \
     }
-    if (nested()) {
-        return real(mysql);
-    }
-    begin_mysql(MT_API_READ_QUERY_RESULT, real, mysql, NULL, 0);
-    depth++;
-    mt_bool r = real(mysql);
-    depth--;
-    end_mysql(MT_API_READ_QUERY_RESULT, real, mysql, OUT_ZERO_OK, r);
-    return r;
-}
 
-MT_EXPORT struct mt_mysql_res *mysql_store_result(struct mt_mysql *mysql) {
-    __typeof__(&mysql_store_result) real = REAL(mysql_store_result);
-    if (real == NULL) {
-        return NULL;
-    }
-    if (nested()) {
-        return real(mysql);
-    }
-    begin_mysql(MT_API_STORE_RESULT, real, mysql, NULL, 0);
-    depth++;
-    struct mt_mysql_res *r = real(mysql);
-    depth--;
-    end_mysql(MT_API_STORE_RESULT, real, mysql, OUT_RESULT_SET, r != NULL);
-    return r;
-}
-
-MT_EXPORT struct mt_mysql_res *mysql_use_result(struct mt_mysql *mysql) {
-    __typeof__(&mysql_use_result) real = REAL(mysql_use_result);
-    if (real == NULL) {
-        return NULL;
-    }
-    if (nested()) {
-        return real(mysql);
-    }
-    begin_mysql(MT_API_USE_RESULT, real, mysql, NULL, 0);
-    depth++;
-    struct mt_mysql_res *r = real(mysql);
-    depth--;
-    end_mysql(MT_API_USE_RESULT, real, mysql, OUT_RESULT_SET, r != NULL);
-    return r;
-}
-
-MT_EXPORT int mysql_next_result(struct mt_mysql *mysql) {
-    __typeof__(&mysql_next_result) real = REAL(mysql_next_result);
-    if (real == NULL) {
-        return MT_NO_REAL_INT;
-    }
-    if (nested()) {
-        return real(mysql);
-    }
-    begin_mysql(MT_API_NEXT_RESULT, real, mysql, NULL, 0);
-    depth++;
-    int r = real(mysql);
-    depth--;
-    end_mysql(MT_API_NEXT_RESULT, real, mysql, OUT_POSITIVE, r);
-    return r;
-}
-
+MT_ONE_HANDLE(mysql_read_query_result, mt_bool, struct mt_mysql, MT_NO_REAL_BOOL, mysql,
+              MT_API_READ_QUERY_RESULT, OUT_ZERO_OK, r)
+MT_ONE_HANDLE(mysql_store_result, struct mt_mysql_res *, struct mt_mysql, NULL, mysql,
+              MT_API_STORE_RESULT, OUT_RESULT_SET, r != NULL)
+MT_ONE_HANDLE(mysql_use_result, struct mt_mysql_res *, struct mt_mysql, NULL, mysql,
+              MT_API_USE_RESULT, OUT_RESULT_SET, r != NULL)
+MT_ONE_HANDLE(mysql_next_result, int, struct mt_mysql, MT_NO_REAL_INT, mysql, MT_API_NEXT_RESULT,
+              OUT_POSITIVE, r)
 MT_EXPORT int mysql_stmt_prepare(struct mt_mysql_stmt *stmt, const char *q, unsigned long length) {
     __typeof__(&mysql_stmt_prepare) real = REAL(mysql_stmt_prepare);
     if (real == NULL) {
@@ -497,54 +460,12 @@ MT_EXPORT int mysql_stmt_prepare(struct mt_mysql_stmt *stmt, const char *q, unsi
     return r;
 }
 
-MT_EXPORT int mysql_stmt_execute(struct mt_mysql_stmt *stmt) {
-    __typeof__(&mysql_stmt_execute) real = REAL(mysql_stmt_execute);
-    if (real == NULL) {
-        return MT_NO_REAL_INT;
-    }
-    if (nested()) {
-        return real(stmt);
-    }
-    begin_stmt(MT_API_STMT_EXECUTE, real, stmt, NULL, 0);
-    depth++;
-    int r = real(stmt);
-    depth--;
-    end_stmt(MT_API_STMT_EXECUTE, real, stmt, OUT_ZERO_OK, r);
-    return r;
-}
-
-MT_EXPORT int mysql_stmt_fetch(struct mt_mysql_stmt *stmt) {
-    __typeof__(&mysql_stmt_fetch) real = REAL(mysql_stmt_fetch);
-    if (real == NULL) {
-        return MT_NO_REAL_INT;
-    }
-    if (nested()) {
-        return real(stmt);
-    }
-    begin_stmt(MT_API_STMT_FETCH, real, stmt, NULL, 0);
-    depth++;
-    int r = real(stmt);
-    depth--;
-    end_stmt(MT_API_STMT_FETCH, real, stmt, OUT_FETCH, r);
-    return r;
-}
-
-MT_EXPORT mt_bool mysql_stmt_close(struct mt_mysql_stmt *stmt) {
-    __typeof__(&mysql_stmt_close) real = REAL(mysql_stmt_close);
-    if (real == NULL) {
-        return MT_NO_REAL_BOOL;
-    }
-    if (nested()) {
-        return real(stmt);
-    }
-    begin_stmt(MT_API_STMT_CLOSE, real, stmt, NULL, 0);
-    depth++;
-    mt_bool r = real(stmt);
-    depth--;
-    end_stmt(MT_API_STMT_CLOSE, real, stmt, OUT_FREED, r);
-    return r;
-}
-
+MT_ONE_HANDLE(mysql_stmt_execute, int, struct mt_mysql_stmt, MT_NO_REAL_INT, stmt,
+              MT_API_STMT_EXECUTE, OUT_ZERO_OK, r)
+MT_ONE_HANDLE(mysql_stmt_fetch, int, struct mt_mysql_stmt, MT_NO_REAL_INT, stmt, MT_API_STMT_FETCH,
+              OUT_FETCH, r)
+MT_ONE_HANDLE(mysql_stmt_close, mt_bool, struct mt_mysql_stmt, MT_NO_REAL_BOOL, stmt,
+              MT_API_STMT_CLOSE, OUT_FREED, r)
 MT_EXPORT mt_bool mysql_change_user(struct mt_mysql *mysql, const char *user, const char *passwd,
                                     const char *db) {
     __typeof__(&mysql_change_user) real = REAL(mysql_change_user);
@@ -578,22 +499,7 @@ MT_EXPORT int mysql_select_db(struct mt_mysql *mysql, const char *db) {
     return r;
 }
 
-MT_EXPORT int mysql_ping(struct mt_mysql *mysql) {
-    __typeof__(&mysql_ping) real = REAL(mysql_ping);
-    if (real == NULL) {
-        return MT_NO_REAL_INT;
-    }
-    if (nested()) {
-        return real(mysql);
-    }
-    begin_mysql(MT_API_PING, real, mysql, NULL, 0);
-    depth++;
-    int r = real(mysql);
-    depth--;
-    end_mysql(MT_API_PING, real, mysql, OUT_ZERO_OK, r);
-    return r;
-}
-
+MT_ONE_HANDLE(mysql_ping, int, struct mt_mysql, MT_NO_REAL_INT, mysql, MT_API_PING, OUT_ZERO_OK, r)
 // Reported before the real call: afterwards the handle is freed.
 static void close_report(const void *real, struct mt_mysql *mysql) {
     begin_mysql(MT_API_CLOSE, real, mysql, NULL, 0);

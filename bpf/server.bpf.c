@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Server side: one record per command a mariadbd/mysqld thread dispatches.
-// A single entry uprobe on dispatch_command, placed on its first emulated
-// instruction (shared/FACTS.md section 2: about -3% on point selects).
+// Server side: one record per statement a mariadbd thread runs.
+//
+// A statement begins at dispatch_command's entry (one per client command) or
+// at mysql_parse's entry (each statement of a multi-statement COM_QUERY), and
+// ends at the end-of-command stage site in dispatch_command (an emulated jcc,
+// cheaper than a uretprobe: shared/FACTS.md section 2). Its outcome is read
+// there from the THD at offsets userspace learnt from the binary. While it
+// runs, per-thread state in a hash map collects exact stage marks (one cheap
+// probe per stage site, site id from the attach cookie) or stage samples
+// (a CPU timer and the scheduler's switch tracepoint), so that each statement
+// costs one ring record and no wakeup of its own (FACTS.md section 8).
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
@@ -10,16 +19,92 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-// Inputs.
+// Inputs: THD layout of the traced build (server/thd_layout.h), -1 = unknown.
 const volatile __u32 target_tgid = 0;
-const volatile __s64 thd_thread_id_offset = -1;  // learnt from thd_get_thread_id
+const volatile __s64 off_thread_id = -1;
+const volatile __s64 off_query_id = -1;
+const volatile __s64 off_query_string = -1;  // LEX_CSTRING {str, length}
+const volatile __s64 off_lex = -1;
+const volatile __s64 off_lex_sql_command = -1;
+const volatile __s64 off_db = -1;  // LEX_CSTRING
+const volatile __s64 off_stmt_da = -1;
+const volatile __s64 off_da_status = -1;
+const volatile __s64 off_da_errno = -1;
+const volatile __s64 off_da_sqlstate = -1;
+const volatile __s64 off_da_message = -1;
+const volatile __s64 off_da_affected_rows = -1;
+const volatile __s64 off_sent_rows = -1;
+const volatile __s64 off_examined_rows = -1;
+const volatile __s64 off_proc_info = -1;
 const volatile __u32 max_sql = 4096;
+const volatile __u32 sample_period_us = 0;
+// The stage site dispatch_command enters ("starting") before each further
+// statement of a multi-statement query: that mark opens the next statement.
+const volatile __u32 starting_site = ~0u;
+// Sites from this index on enter a stage known only at run time.
+const volatile __u32 first_dynamic_site = ~0u;
 
-// Records with text are built in a scratch slot (ring.bpf.h), then copied
-// into the ring with their true size (a ring reservation must have a
-// constant size). A plain array, as per-CPU map values are limited to 32 KiB.
+// Switched by userspace while tracing: exact stage probes detach after
+// --max-statements, and the records say which statements had them.
+__u32 exact_stages = 0;
+__u32 sampled_stages = 0;
+// Set when server_switch is attached: CPU time comes from its clock.
+__u32 switch_clock = 0;
+// Only statements of this connection id (0: all).
+__u64 only_thread_id = 0;
+
+// enum_server_command values whose text is not in the packet.
+#define COM_QUERY 3
+#define COM_STMT_PREPARE 22
+#define COM_STMT_EXECUTE 23
+#define COM_STMT_FETCH 28
+#define COM_STMT_BULK_EXECUTE 250
+// Diagnostics_area::enum_diagnostics_status
+#define DA_OK 1
+#define DA_OK_BULK 3
+
+// The statement a thread is running: the record being built, plus its stages.
+struct thread_state {
+    void *thd;
+    __u64 text_src;  // where the statement text is in the server
+    __u64 off_cpu_since;
+    __u64 off_cpu_stage;
+    // The thread's on-CPU time on bpf_ktime_get_ns()'s clock, kept by the
+    // switch tracepoint: exact to the ns where the scheduler's own sum is
+    // only brought up to date at ticks and switches.
+    __u64 cpu_acc;
+    __u64 on_since;  // 0: off CPU (or not yet seen on it)
+    __u32 active;
+    __u32 parses;   // mysql_parse calls of the current command
+    __u32 arg_len;  // bytes in arg[]
+    __u32 _pad0;
+    // The argument of a command other than a query (a schema name...),
+    // copied at entry: the packet buffer holds the reply by the end.
+    __u8 arg[MT_MAX_DB];
+    struct mt_stage_mark stages[MT_MAX_STAGES];
+    struct mt_server_statement_event ev;  // last: its data[] is not used here
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 8192);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, __u32);
+    __type(value, struct thread_state);
+} threads SEC(".maps");
+
+// A zeroed thread_state to create entries from (too large for the stack).
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct thread_state);
+} zero_state SEC(".maps");
+
+// Records are finished in a scratch slot (ring.bpf.h), then copied into the
+// ring with their true size. A plain array: per-CPU values are limited.
 struct scratch_slot {
-    __u8 bytes[sizeof(struct mt_server_command_event) + MT_MAX_SQL];
+    __u8 bytes[sizeof(struct mt_server_statement_event) + MT_STATEMENT_DATA_MAX];
 };
 
 struct {
@@ -29,41 +114,420 @@ struct {
     __type(value, struct scratch_slot);
 } scratch SEC(".maps");
 
-SEC("uprobe")
-int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *packet, __u32 len)
-{
-    struct mt_server_command_event *ev;
-    __u32 slot;
-    __u64 n;
-    __u64 size;
+static __always_inline int traced(void) {
+    return (bpf_get_current_pid_tgid() >> 32) == target_tgid;
+}
 
-    if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
-        return 0;
-    if (mt_scratch_claim(&slot))
-        return 0;
-    ev = (struct mt_server_command_event *)bpf_map_lookup_elem(&scratch, &slot);
-    if (!ev) {
-        mt_scratch_release(slot);
-        return 0;
+static __always_inline __u64 read_u64(const void *base, __s64 off) {
+    __u64 v = 0;
+
+    if (base && off >= 0)
+        bpf_probe_read_user(&v, sizeof(v), base + off);
+    return v;
+}
+
+static __always_inline __u32 read_u32(const void *base, __s64 off) {
+    __u32 v = 0;
+
+    if (base && off >= 0)
+        bpf_probe_read_user(&v, sizeof(v), base + off);
+    return v;
+}
+
+// Called by the thread itself, so it is on a CPU now.
+static __always_inline void read_counters(struct thread_state *st, struct mt_task_counters *c) {
+    struct task_struct *t = bpf_get_current_task_btf();
+    __u64 now;
+
+    if (switch_clock) {
+        now = bpf_ktime_get_ns();
+        if (!st->on_since)
+            st->on_since = now;
+        c->cpu_ns = st->cpu_acc + (now - st->on_since);
+    } else {
+        c->cpu_ns = t->se.sum_exec_runtime;
     }
-    ev->thread_id = 0;
-    if (thd_thread_id_offset >= 0)
-        bpf_probe_read_user(&ev->thread_id, sizeof(ev->thread_id), thd + thd_thread_id_offset);
-    ev->command = command;
-    ev->packet_len = len;
-    n = len < max_sql ? len : max_sql;
+    c->utime_ns = t->utime;
+    c->stime_ns = t->stime;
+    c->nvcsw = t->nvcsw;
+    c->nivcsw = t->nivcsw;
+    c->min_flt = t->min_flt;
+    c->maj_flt = t->maj_flt;
+    if (bpf_core_field_exists(t->ioac)) {
+        c->read_bytes = t->ioac.read_bytes;
+        c->write_bytes = t->ioac.write_bytes;
+    } else {
+        c->read_bytes = 0;
+        c->write_bytes = 0;
+    }
+}
+
+// Starts a statement of command `command` on `thd`; `seq` statements of the
+// same command came before it.
+static __always_inline void begin_statement(struct thread_state *st, void *thd, __u32 command,
+                                            __u64 text, __u32 text_len, __u32 seq) {
+    st->thd = thd;
+    st->text_src = text;
+    st->off_cpu_since = 0;
+    st->active = 1;
+    st->ev.start_ns = bpf_ktime_get_ns();
+    st->ev.command = command;
+    st->ev.seq = seq;
+    st->ev.text_len = text_len;
+    st->ev.flags = (exact_stages ? MT_STMT_EXACT : 0) | (sampled_stages ? MT_STMT_SAMPLED : 0);
+    st->ev.n_stages = 0;
+    st->ev.stages_lost = 0;
+    st->ev.samples_lost = 0;
+    st->ev.sample_period_us = sampled_stages ? sample_period_us : 0;
+    for (int i = 0; i < MT_STAGE_SLOTS; i++) {
+        st->ev.samples[i].stage = 0;
+        st->ev.samples[i].on_cpu = 0;
+        st->ev.samples[i].switches = 0;
+        st->ev.samples[i].off_cpu_ns = 0;
+    }
+    read_counters(st, &st->ev.begin);
+}
+
+// Reads the statement's outcome from the THD and sends its record.
+// `split_at`: where the next statement of the same query begins (0: none).
+static __always_inline void end_statement(struct thread_state *st, __u32 flags, __u64 split_at) {
+    struct mt_server_statement_event *ev;
+    void *thd = st->thd;
+    void *da = 0;
+    __u64 n_stages, off, n, src;
+    __u32 slot;
+    long len;
+
+    st->active = 0;
+    if (only_thread_id && read_u64(thd, off_thread_id) != only_thread_id)
+        return;
+    if (mt_scratch_claim(&slot))
+        return;
+    ev = (struct mt_server_statement_event *)bpf_map_lookup_elem(&scratch, &slot);
+    if (!ev)
+        goto out;
+    n_stages = st->ev.n_stages;
+    if (n_stages > MT_MAX_STAGES)
+        n_stages = MT_MAX_STAGES;
+    // One copy of the fixed part and the stage marks gathered so far.
+    if (bpf_probe_read_kernel(ev, sizeof(*ev), &st->ev))
+        goto out;
+    off = n_stages * sizeof(struct mt_stage_mark);
+    barrier_var(off);
+    if (off > MT_MAX_STAGES * sizeof(struct mt_stage_mark))
+        goto out;
+    if (off && bpf_probe_read_kernel(ev->data, off, st->stages))
+        goto out;
+    ev->n_stages = n_stages;
+    ev->flags |= flags;
+    read_counters(st, &ev->end);
+
+    ev->thread_id = read_u64(thd, off_thread_id);
+    ev->query_id = read_u64(thd, off_query_id);
+    ev->rows_sent = read_u64(thd, off_sent_rows);
+    ev->rows_examined = read_u64(thd, off_examined_rows);
+    ev->sql_command = ~0u;
+    if (off_lex >= 0 && off_lex_sql_command >= 0) {
+        void *lex = (void *)read_u64(thd, off_lex);
+        if (lex)
+            ev->sql_command = read_u32(lex, off_lex_sql_command);
+    }
+    if (off_stmt_da >= 0)
+        da = (void *)read_u64(thd, off_stmt_da);
+    ev->da_status = read_u32(da, off_da_status);
+    ev->error = 0;
+    ev->rows_affected = 0;
+    __builtin_memset(ev->sqlstate, 0, sizeof(ev->sqlstate));
+    ev->message_len = 0;
+    if (ev->da_status == DA_OK || ev->da_status == DA_OK_BULK)
+        ev->rows_affected = read_u64(da, off_da_affected_rows);
+    if (ev->da_status >= 5) {  // DA_ERROR (DA_DISABLED reads no message)
+        ev->error = read_u32(da, off_da_errno);
+        if (da && off_da_sqlstate >= 0)
+            bpf_probe_read_user(ev->sqlstate, 5, da + off_da_sqlstate);
+        if (da && off_da_message >= 0) {
+            len = bpf_probe_read_user_str(ev->data + off, MT_MAX_MESSAGE, da + off_da_message);
+            if (len > 1) {
+                ev->message_len = len - 1;
+                off += len - 1;
+            }
+        }
+    }
+
+    // CURRENT_SCHEMA
+    ev->db_len = 0;
+    if (off_db >= 0) {
+        src = read_u64(thd, off_db);
+        n = read_u64(thd, off_db + 8);
+        if (n > MT_MAX_DB - 1)
+            n = MT_MAX_DB - 1;
+        barrier_var(n);
+        if (src && n && off <= MT_MAX_STAGES * sizeof(struct mt_stage_mark) + MT_MAX_MESSAGE &&
+            bpf_probe_read_user(ev->data + off, n, (void *)src) == 0) {
+            ev->db_len = n;
+            off += n;
+        }
+    }
+
+    // SQL_TEXT: the statement mysql_parse was given, else the text the
+    // server keeps in the THD (prepared statements, unparsed queries), else
+    // the argument copied at entry.
+    ev->text_copied = 0;
+    if (ev->command != COM_QUERY && ev->command != COM_STMT_PREPARE &&
+        ev->command != COM_STMT_EXECUTE && ev->command != COM_STMT_FETCH &&
+        ev->command != COM_STMT_BULK_EXECUTE) {
+        n = st->arg_len < max_sql ? st->arg_len : max_sql;
+        if (n > MT_MAX_DB - 1)
+            n = MT_MAX_DB - 1;
+        barrier_var(n);
+        if (n && off <= MT_MAX_STAGES * sizeof(struct mt_stage_mark) + MT_MAX_MESSAGE + MT_MAX_DB &&
+            bpf_probe_read_kernel(ev->data + off, n, st->arg) == 0) {
+            ev->text_copied = n;
+            off += n;
+        }
+        goto send;
+    }
+    src = st->text_src;
+    n = ev->text_len;
+    if (split_at > src && split_at - src < n) {
+        n = split_at - src;
+        ev->text_len = n;
+    }
+    if ((ev->command != COM_QUERY || !st->parses) && off_query_string >= 0) {
+        src = read_u64(thd, off_query_string);
+        n = read_u64(thd, off_query_string + 8);
+        ev->text_addr = src;
+        ev->text_len = n;
+    }
+    if (n > max_sql)
+        n = max_sql;
     if (n > MT_MAX_SQL)
         n = MT_MAX_SQL;
-    // Make clang use the clamped register below instead of recomputing from
-    // `len`, so the verifier sees the bound.
     barrier_var(n);
-    if (n && bpf_probe_read_user(ev->data, n, packet))
-        n = 0;
-    ev->copied = n;
-    ev->_pad0 = 0;
-    size = sizeof(*ev) + n;
-    mt_fill_header(&ev->hdr, MT_EV_SERVER_COMMAND, size);
-    mt_output(ev, size);
+    if (src && n &&
+        off <= MT_MAX_STAGES * sizeof(struct mt_stage_mark) + MT_MAX_MESSAGE + MT_MAX_DB &&
+        bpf_probe_read_user(ev->data + off, n, (void *)src) == 0) {
+        ev->text_copied = n;
+        off += n;
+    }
+send:
+    mt_fill_header(&ev->hdr, MT_EV_SERVER_STATEMENT, sizeof(*ev) + off);
+    mt_output(ev, sizeof(*ev) + off);
+out:
     mt_scratch_release(slot);
+}
+
+static __always_inline struct thread_state *state_of(__u32 tid, int create) {
+    struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+    __u32 zero = 0;
+    void *z;
+
+    if (st || !create)
+        return st;
+    z = bpf_map_lookup_elem(&zero_state, &zero);
+    if (!z)
+        return 0;
+    bpf_map_update_elem(&threads, &tid, z, BPF_NOEXIST);
+    return bpf_map_lookup_elem(&threads, &tid);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *packet, __u32 len) {
+    struct thread_state *st;
+
+    if (!traced())
+        return 0;
+    st = state_of((__u32)bpf_get_current_pid_tgid(), 1);
+    if (!st)
+        return 0;
+    if (st->active)
+        end_statement(st, MT_STMT_CUT, 0);
+    st->parses = 0;
+    st->ev.text_addr = (__u64)packet;
+    st->arg_len = 0;
+    if (command != COM_QUERY && command != COM_STMT_PREPARE && command != COM_STMT_EXECUTE &&
+        command != COM_STMT_FETCH && command != COM_STMT_BULK_EXECUTE) {
+        __u64 n = len;
+
+        if (n > MT_MAX_DB - 1)
+            n = MT_MAX_DB - 1;
+        // Make clang use the clamped register, so the verifier sees the bound.
+        barrier_var(n);
+        if (n && bpf_probe_read_user(st->arg, n, packet) == 0)
+            st->arg_len = n;
+    }
+    begin_statement(st, thd, command, (__u64)packet, len, 0);
+    return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(server_mysql_parse, void *thd, const char *rawbuf, __u32 len) {
+    struct thread_state *st;
+    __u32 command, seq;
+
+    if (!traced())
+        return 0;
+    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    if (!st || !st->active || st->thd != thd)
+        return 0;
+    if (st->parses) {
+        // The next statement of a multi-statement query: the previous one ends.
+        struct mt_stage_mark carry;
+        __u32 n = st->ev.n_stages;
+        int carried = 0;
+
+        if (n > 0 && n - 1 < MT_MAX_STAGES && st->stages[n - 1].site == starting_site) {
+            carry = st->stages[n - 1];
+            st->ev.n_stages = n - 1;
+            carried = 1;
+        }
+        command = st->ev.command;
+        seq = st->ev.seq + 1;
+        end_statement(st, MT_STMT_SPLIT, (__u64)rawbuf);
+        begin_statement(st, thd, command, (__u64)rawbuf, len, seq);
+        if (carried) {
+            st->stages[0] = carry;
+            st->ev.n_stages = 1;
+            st->ev.start_ns = carry.ts_ns;
+            st->ev.begin = carry.c;
+        }
+    } else {
+        st->text_src = (__u64)rawbuf;
+        st->ev.text_len = len;
+    }
+    st->ev.text_addr = (__u64)rawbuf;
+    st->parses++;
+    return 0;
+}
+
+// The end-of-command stage site of dispatch_command.
+SEC("uprobe")
+int server_command_end(struct pt_regs *ctx) {
+    struct thread_state *st;
+
+    if (!traced())
+        return 0;
+    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    if (st && st->active)
+        end_statement(st, MT_STMT_ENDED, 0);
+    return 0;
+}
+
+static __always_inline __u64 current_stage(struct thread_state *st) {
+    return read_u64(st->thd, off_proc_info);
+}
+
+// Exact stages: one probe per stage site, the site's index as attach cookie.
+SEC("uprobe")
+int server_stage(struct pt_regs *ctx) {
+    struct thread_state *st;
+    struct mt_stage_mark *m;
+    __u64 stage = 0;
+    __u32 n, site;
+
+    if (!traced() || !exact_stages)
+        return 0;
+    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    if (!st || !st->active)
+        return 0;
+    n = st->ev.n_stages;
+    if (n >= MT_MAX_STAGES) {
+        st->ev.stages_lost++;
+        return 0;
+    }
+    site = (__u32)bpf_get_attach_cookie(ctx);
+    if (site >= first_dynamic_site) {
+        // Restoring a saved stage that had no name leaves no stage, as
+        // SHOW PROFILE also skips it.
+        stage = current_stage(st);
+        if (!stage)
+            return 0;
+    }
+    m = &st->stages[n];
+    m->ts_ns = bpf_ktime_get_ns();
+    m->site = site;
+    m->_pad0 = 0;
+    m->stage = stage;
+    read_counters(st, &m->c);
+    st->ev.n_stages = n + 1;
+    return 0;
+}
+
+// Sampled stages: credit `stage` of the running statement.
+static __always_inline void credit(struct thread_state *st, __u64 stage, __u32 on_cpu,
+                                   __u64 off_cpu_ns) {
+    for (int i = 0; i < MT_STAGE_SLOTS; i++) {
+        struct mt_stage_samples *s = &st->ev.samples[i];
+
+        if (s->stage != stage && s->stage != 0)
+            continue;
+        s->stage = stage;
+        s->on_cpu += on_cpu;
+        if (off_cpu_ns) {
+            s->switches++;
+            s->off_cpu_ns += off_cpu_ns;
+        }
+        return;
+    }
+    st->ev.samples_lost++;
+}
+
+SEC("perf_event")
+int server_sample(void *ctx) {
+    struct thread_state *st;
+
+    if (!sampled_stages || !traced())
+        return 0;
+    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    if (st && st->active)
+        credit(st, current_stage(st), 1, 0);
+    return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(server_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
+    struct thread_state *st;
+    __u64 now;
+    __u32 tid;
+
+    if (prev->tgid != target_tgid && next->tgid != target_tgid)
+        return 0;
+    now = bpf_ktime_get_ns();
+    if (prev->tgid == target_tgid) {
+        tid = prev->pid;
+        st = bpf_map_lookup_elem(&threads, &tid);
+        if (st) {
+            if (st->on_since)
+                st->cpu_acc += now - st->on_since;
+            st->on_since = 0;
+            // Still in prev's address space: its stage can be read.
+            if (sampled_stages && st->active) {
+                st->off_cpu_since = now;
+                st->off_cpu_stage = current_stage(st);
+            }
+        }
+    }
+    if (next->tgid == target_tgid) {
+        tid = next->pid;
+        st = bpf_map_lookup_elem(&threads, &tid);
+        if (st) {
+            st->on_since = now;
+            if (st->active && st->off_cpu_since) {
+                credit(st, st->off_cpu_stage, 0, now - st->off_cpu_since);
+                st->off_cpu_since = 0;
+            }
+        }
+    }
+    return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(server_thread_exit, struct task_struct *task) {
+    __u32 tid;
+
+    if (task->tgid != target_tgid)
+        return 0;
+    tid = task->pid;
+    bpf_map_delete_elem(&threads, &tid);
     return 0;
 }

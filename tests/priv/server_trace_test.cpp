@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// `mysqltrace server` against a real throwaway mariadbd and a real libmariadb
-// client: the exact commands of one connection, in order, and clean stops.
+// `mysqltrace server` against a real throwaway mariadbd and real libmariadb
+// clients: the exact statements of a connection with their outcome, exact
+// stages checked against the server's own SHOW PROFILE, sampled stages,
+// per-thread CPU, concurrency, and probes that come and go cleanly.
+#include <dirent.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +27,7 @@ namespace {
 using mysqltrace::test::BackgroundCommand;
 using mysqltrace::test::MariadbServer;
 using mysqltrace::test::run_command;
+using nlohmann::json;
 
 class ServerTrace : public ::testing::Test {
   protected:
@@ -32,14 +39,27 @@ class ServerTrace : public ::testing::Test {
         out_path_ = server_->root_dir() + "/trace.json";
     }
 
-    MYSQL *connect() {
+    MYSQL *connect(unsigned long flags = 0) {
         MYSQL *m = mysql_init(nullptr);
         EXPECT_NE(
             mysql_real_connect(m, nullptr, server_->user().c_str(), server_->password().c_str(),
-                               nullptr, 0, server_->socket_path().c_str(), 0),
+                               nullptr, 0, server_->socket_path().c_str(), flags),
             nullptr)
             << mysql_error(m);
         return m;
+    }
+
+    // Runs `sql` and reads every result it produces; returns the error number.
+    static unsigned query(MYSQL *m, const std::string &sql) {
+        if (mysql_query(m, sql.c_str()) != 0) {
+            return mysql_errno(m);
+        }
+        unsigned err = 0;
+        do {
+            mysql_free_result(mysql_store_result(m));
+        } while (mysql_next_result(m) == 0);
+        err = mysql_errno(m);
+        return err;
     }
 
     // Returns once the server has finished with connection `id` (its COM_QUIT
@@ -67,13 +87,13 @@ class ServerTrace : public ::testing::Test {
         return t;
     }
 
-    // The JSON events of one connection.
-    std::vector<nlohmann::json> events_of(unsigned long thread_id) {
+    // The JSON rows of the trace of `kind`, of one connection (0: all).
+    std::vector<json> rows(const std::string &kind, unsigned long thread_id = 0) {
         std::ifstream in(out_path_);
-        std::vector<nlohmann::json> evs;
+        std::vector<json> evs;
         for (std::string line; std::getline(in, line);) {
-            auto j = nlohmann::json::parse(line);
-            if (j["THREAD_ID"] == thread_id) {
+            auto j = json::parse(line);
+            if (j["kind"] == kind && (thread_id == 0 || j["THREAD_ID"] == thread_id)) {
                 evs.push_back(j);
             }
         }
@@ -84,18 +104,20 @@ class ServerTrace : public ::testing::Test {
     std::string out_path_;
 };
 
-TEST_F(ServerTrace, ExactCommandsOfOneConnection) {
-    MYSQL *m = connect();
+TEST_F(ServerTrace, ExactStatementsOfOneConnection) {
+    MYSQL *m = connect(CLIENT_MULTI_STATEMENTS);
     ASSERT_NE(m, nullptr);
     const unsigned long id = mysql_thread_id(m);
-    auto tracer = start_tracer({"--format", "json", "--output", out_path_});
+    auto tracer = start_tracer({"--stages", "off", "--format", "json", "--output", out_path_});
 
-    ASSERT_EQ(mysql_query(m, "select 1"), 0);
-    mysql_free_result(mysql_store_result(m));
+    ASSERT_EQ(query(m, "select 1"), 0u);
     ASSERT_EQ(mysql_select_db(m, "mysql"), 0);
     ASSERT_EQ(mysql_ping(m), 0);
-    ASSERT_EQ(mysql_query(m, "select 'a\nb'"), 0);
-    mysql_free_result(mysql_store_result(m));
+    EXPECT_EQ(query(m, "select 1;  select 2, 3;select * from no_such_table; select 4"), 1146u);
+    ASSERT_EQ(query(m, "create database mt_db"), 0u);
+    ASSERT_EQ(query(m, "create table mt_db.t (a int)"), 0u);
+    ASSERT_EQ(query(m, "insert into mt_db.t values (1), (2), (3)"), 0u);
+    ASSERT_EQ(query(m, "select a from mt_db.t where a >= 2"), 0u);
     MYSQL_STMT *st = mysql_stmt_init(m);
     const char *ps = "select ? + 1";
     ASSERT_EQ(mysql_stmt_prepare(st, ps, strlen(ps)), 0);
@@ -114,43 +136,67 @@ TEST_F(ServerTrace, ExactCommandsOfOneConnection) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find(" 0 records dropped; interrupted\n"), std::string::npos) << r.err;
 
-    auto evs = events_of(id);
-    const std::vector<std::pair<std::string, std::string>> want = {
-        {"COM_QUERY", "select 1"},
-        {"COM_INIT_DB", ""},
-        {"COM_PING", ""},
-        {"COM_QUERY", "select 'a\nb'"},
-        {"COM_STMT_PREPARE", "select ? + 1"},
-        {"COM_STMT_EXECUTE", ""},
-        {"COM_STMT_CLOSE", ""},
-        {"COM_QUIT", ""},
+    struct Want {
+        std::string event_name;
+        json sql;
+        json schema;
+        uint64_t rows_sent = 0, rows_affected = 0;
+        unsigned err = 0;
     };
-    ASSERT_EQ(evs.size(), want.size());
-    uint64_t last_ts = 0;
+    const json null;
+    const std::vector<Want> want = {
+        {"statement/sql/select", "select 1", null, 1, 0, 0},
+        {"statement/com/Init DB", "mysql", "mysql", 0, 0, 0},
+        {"statement/com/Ping", null, "mysql", 0, 0, 0},
+        {"statement/sql/select", "select 1", "mysql", 1, 0, 0},
+        {"statement/sql/select", "select 2, 3", "mysql", 1, 0, 0},
+        {"statement/sql/select", "select * from no_such_table", "mysql", 0, 0, 1146},
+        {"statement/sql/create_db", "create database mt_db", "mysql", 0, 1, 0},
+        {"statement/sql/create_table", "create table mt_db.t (a int)", "mysql", 0, 0, 0},
+        {"statement/sql/insert", "insert into mt_db.t values (1), (2), (3)", "mysql", 0, 3, 0},
+        {"statement/sql/select", "select a from mt_db.t where a >= 2", "mysql", 2, 0, 0},
+        {"statement/com/Prepare", "select ? + 1", "mysql", 0, 0, 0},
+        {"statement/com/Execute", "select ? + 1", "mysql", 1, 0, 0},
+        {"statement/com/Close stmt", null, "mysql", 0, 0, 0},
+        {"statement/com/Quit", null, "mysql", 0, 0, 0},
+    };
+    auto evs = rows("statement", id);
+    ASSERT_EQ(evs.size(), want.size()) << r.err;
+    uint64_t last_end = 0;
     for (size_t i = 0; i < want.size(); i++) {
-        EXPECT_EQ(evs[i]["kind"], "command");
-        EXPECT_EQ(evs[i]["command"], want[i].first) << i;
-        EXPECT_EQ(evs[i]["pid"], server_->pid());
-        EXPECT_GE(evs[i]["ts_ns"].get<uint64_t>(), last_ts);
-        EXPECT_EQ(evs[i]["TIMER_START"].get<uint64_t>(), evs[i]["ts_ns"].get<uint64_t>() * 1000);
-        last_ts = evs[i]["ts_ns"];
-        if (!want[i].second.empty()) {
-            EXPECT_EQ(evs[i]["SQL_TEXT"], want[i].second) << i;
-        }
+        const auto &e = evs[i];
+        SCOPED_TRACE("statement " + std::to_string(i) + ": " + e.dump());
+        EXPECT_EQ(e["EVENT_NAME"], want[i].event_name);
+        EXPECT_EQ(e["SQL_TEXT"], want[i].sql);
+        EXPECT_EQ(e["CURRENT_SCHEMA"], want[i].schema);
+        EXPECT_EQ(e["ROWS_SENT"], want[i].rows_sent);
+        EXPECT_EQ(e["ROWS_AFFECTED"], want[i].rows_affected);
+        EXPECT_EQ(e["MYSQL_ERRNO"], want[i].err);
+        EXPECT_EQ(e["ERRORS"], want[i].err ? 1 : 0);
+        EXPECT_EQ(e["pid"], server_->pid());
+        // Event ids run on per connection; a statement ends where the next begins.
+        EXPECT_EQ(e["EVENT_ID"], i + 1);
+        EXPECT_EQ(e["END_EVENT_ID"], i + 2);
+        EXPECT_GE(e["TIMER_START"].get<uint64_t>(), last_end);
+        EXPECT_EQ(e["TIMER_WAIT"].get<uint64_t>(),
+                  e["TIMER_END"].get<uint64_t>() - e["TIMER_START"].get<uint64_t>());
+        last_end = e["TIMER_END"];
     }
-    EXPECT_EQ(evs[1]["SQL_TEXT"], "mysql");  // COM_INIT_DB carries the schema name
-    EXPECT_EQ(evs[0]["EVENT_NAME"], "statement/com/Query");
-    EXPECT_EQ(evs[7]["EVENT_NAME"], "statement/com/Quit");
+    EXPECT_EQ(evs[5]["RETURNED_SQLSTATE"], "42S02");
+    EXPECT_EQ(evs[5]["MESSAGE_TEXT"], "Table 'mysql.no_such_table' doesn't exist");
+    EXPECT_TRUE(evs[4]["RETURNED_SQLSTATE"].is_null());
+    EXPECT_EQ(evs[9]["ROWS_EXAMINED"], 3);
+    EXPECT_EQ(evs[9]["DIGEST_TEXT"], "select a from mt_db.t where a >= ?");
 }
 
 TEST_F(ServerTrace, TextRowsAndTruncation) {
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
     const unsigned long id = mysql_thread_id(m);
-    auto tracer = start_tracer({"--max-sql", "20", "--output", out_path_});
+    auto tracer = start_tracer({"--stages", "off", "--max-sql", "20", "--output", out_path_});
     std::string long_sql = "select '" + std::string(100, 'x') + "'";
-    ASSERT_EQ(mysql_query(m, long_sql.c_str()), 0);
-    mysql_free_result(mysql_store_result(m));
+    ASSERT_EQ(query(m, long_sql), 0u);
+    EXPECT_EQ(query(m, "select nosuchcolumn"), 1054u);
     mysql_close(m);
     wait_gone(id);
     auto r = tracer->stop(SIGINT);
@@ -160,24 +206,357 @@ TEST_F(ServerTrace, TextRowsAndTruncation) {
     std::vector<std::string> mine;
     std::string header;
     std::getline(in, header);
-    EXPECT_EQ(header, "TIME            THREAD_ID EVENT_NAME                 SQL_TEXT");
+    EXPECT_EQ(header,
+              "TIME            THREAD_ID   DURATION EVENT_NAME                      ROWS SQL_TEXT");
+    bool error_line_follows = false;
     for (std::string line; std::getline(in, line);) {
-        // "HH:MM:SS.uuuuuu" then the row; keep rows of this connection.
+        if (error_line_follows) {
+            mine.push_back(line);
+            error_line_follows = false;
+            continue;
+        }
+        // "HH:MM:SS.uuuuuu THREAD_ID DURATION" then the row; keep this connection's.
         std::istringstream fields(line.substr(16));
         unsigned long tid = 0;
         fields >> tid;
         if (tid == id) {
-            mine.push_back(line.substr(16));
+            mine.push_back(line.substr(37));
+            error_line_follows = line.find("nosuchcolumn") != std::string::npos;
         }
     }
-    char want_query[128], want_quit[128];
-    snprintf(want_query, sizeof(want_query),
-             "%9lu statement/com/Query        select 'xxxxxxxxxxxx... (%zu bytes)", id,
-             long_sql.size());
-    snprintf(want_quit, sizeof(want_quit), "%9lu statement/com/Quit", id);
-    ASSERT_EQ(mine.size(), 2u);
-    EXPECT_EQ(mine[0], want_query);
-    EXPECT_EQ(mine[1], want_quit);
+    ASSERT_EQ(mine.size(), 4u);
+    EXPECT_EQ(mine[0], "statement/sql/select               1 select 'xxxxxxxxxxxx... (" +
+                           std::to_string(long_sql.size()) + " bytes)");
+    EXPECT_EQ(mine[1], "statement/sql/select               0 select nosuchcolumn");
+    EXPECT_EQ(mine[2], "    ERROR 1054 (42S22): Unknown column 'nosuchcolumn' in 'SELECT'");
+    EXPECT_EQ(mine[3], "statement/com/Quit                 0");
+}
+
+// The oracle: the server's own SHOW PROFILE for a statement, and the exact
+// stages mysqltrace traced for the same statement, state for state.
+TEST_F(ServerTrace, ExactStagesMatchShowProfile) {
+    ASSERT_TRUE(server_
+                    ->query("create database mt_db; create table mt_db.t (a int, b text); "
+                            "insert into mt_db.t values (1, 'x'), (2, 'yy'), (3, 'zzz')")
+                    .ok());
+    MYSQL *m = connect();
+    ASSERT_NE(m, nullptr);
+    const unsigned long id = mysql_thread_id(m);
+    auto tracer = start_tracer({"--stages", "exact", "--format", "json", "--output", out_path_});
+    ASSERT_EQ(query(m, "set profiling = 1"), 0u);
+    const std::vector<std::string> statements = {
+        "select a from mt_db.t where b like 'y%'",
+        "update mt_db.t set b = 'q' where a = 2",
+        "select count(*) from mt_db.t group by b order by 1",
+        "insert into mt_db.t select a + 10, b from mt_db.t",
+    };
+    for (const auto &s : statements) {
+        ASSERT_EQ(query(m, s), 0u) << s;
+    }
+    std::vector<std::vector<std::string>> profiles;
+    for (size_t q = 0; q < statements.size(); q++) {
+        ASSERT_EQ(mysql_query(m, ("show profile for query " + std::to_string(q + 1)).c_str()), 0);
+        MYSQL_RES *res = mysql_store_result(m);
+        std::vector<std::string> states;
+        while (MYSQL_ROW row = mysql_fetch_row(res)) {
+            states.emplace_back(row[0]);
+        }
+        mysql_free_result(res);
+        profiles.push_back(states);
+    }
+    mysql_close(m);
+    wait_gone(id);
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+
+    auto stmts = rows("statement", id);
+    auto stages = rows("stage", id);
+    for (size_t q = 0; q < statements.size(); q++) {
+        SCOPED_TRACE(statements[q]);
+        const json *st = nullptr;
+        for (const auto &s : stmts) {
+            if (s["SQL_TEXT"] == statements[q]) {
+                st = &s;
+            }
+        }
+        ASSERT_NE(st, nullptr);
+        std::vector<std::string> traced;
+        for (const auto &s : stages) {
+            if (s["NESTING_EVENT_ID"] == (*st)["EVENT_ID"]) {
+                traced.push_back(s["EVENT_NAME"].get<std::string>().substr(strlen("stage/sql/")));
+            }
+        }
+        // The one listed difference: SHOW PROFILE names the first state
+        // "Starting" (QUERY_PROFILE's own opening entry); performance_schema
+        // and mysqltrace call the stage "starting".
+        ASSERT_FALSE(traced.empty());
+        EXPECT_EQ(traced[0], "starting");
+        traced[0] = "Starting";
+        EXPECT_EQ(traced, profiles[q]);
+        // Nested stages tile the statement exactly.
+        uint64_t at = (*st)["TIMER_START"];
+        for (const auto &s : stages) {
+            if (s["NESTING_EVENT_ID"] == (*st)["EVENT_ID"]) {
+                EXPECT_EQ(s["TIMER_START"], at);
+                at = s["TIMER_END"];
+            }
+        }
+        EXPECT_EQ(at, (*st)["TIMER_END"]);
+    }
+}
+
+TEST_F(ServerTrace, StageCpuIsPerThreadAndExact) {
+    MYSQL *m = connect();
+    ASSERT_NE(m, nullptr);
+    const unsigned long id = mysql_thread_id(m);
+    auto tracer = start_tracer({"--stages", "exact", "--format", "json", "--output", out_path_});
+    ASSERT_EQ(query(m, "select benchmark(2000000, md5('mysqltrace'))"), 0u);
+    ASSERT_EQ(query(m, "select sleep(0.2)"), 0u);
+    mysql_close(m);
+    wait_gone(id);
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+
+    auto stages = rows("stage", id);
+    auto stage_of = [&](const std::string &name) -> json {
+        for (const auto &s : stages) {
+            if (s["EVENT_NAME"] == name) {
+                return s;
+            }
+        }
+        return {};
+    };
+    const json exec = stage_of("stage/sql/Executing");
+    ASSERT_FALSE(exec.is_null());
+    const double exec_wait = exec["TIMER_WAIT"].get<double>();
+    const double exec_cpu = exec["CPU_user"].get<double>() + exec["CPU_system"].get<double>();
+    // A CPU-bound stage: its thread was on a CPU nearly all the time (the
+    // machine may have run someone else on its core for a moment).
+    EXPECT_GT(exec_cpu, 0.75 * exec_wait) << exec.dump();
+    EXPECT_LE(exec_cpu, exec_wait) << exec.dump();
+
+    const json sleep = stage_of("stage/sql/User sleep");
+    ASSERT_FALSE(sleep.is_null());
+    EXPECT_GE(sleep["TIMER_WAIT"].get<uint64_t>(), 200'000'000'000ull);  // ps
+    EXPECT_LT(sleep["CPU_user"].get<uint64_t>() + sleep["CPU_system"].get<uint64_t>(),
+              10'000'000'000ull)
+        << sleep.dump();
+    EXPECT_GE(sleep["Context_voluntary"].get<uint64_t>(), 1u);
+}
+
+TEST_F(ServerTrace, SampledStagesFindTheDominantStage) {
+    MYSQL *m = connect();
+    ASSERT_NE(m, nullptr);
+    auto tracer = start_tracer({"--format", "json", "--output", out_path_});  // sampled: default
+    for (int i = 0; i < 2; i++) {
+        ASSERT_EQ(query(m, "select sleep(0.3)"), 0u);
+        ASSERT_EQ(query(m, "select benchmark(1500000, md5('mysqltrace'))"), 0u);
+    }
+    mysql_close(m);
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+
+    std::map<std::string, json> by_digest;
+    for (const auto &p : rows("stage_profile")) {
+        by_digest[p["DIGEST_TEXT"]] = p;
+    }
+    ASSERT_TRUE(by_digest.count("select sleep(?)")) << r.err;
+    ASSERT_TRUE(by_digest.count("select benchmark(?, md5(?))")) << r.err;
+    const json &sl = by_digest["select sleep(?)"];
+    EXPECT_EQ(sl["COUNT_STAR"], 2);
+    EXPECT_EQ(sl["stages"][0]["EVENT_NAME"], "stage/sql/User sleep") << sl.dump();
+    EXPECT_GT(sl["stages"][0]["share"].get<double>(), 0.9) << sl.dump();
+    EXPECT_GE(sl["stages"][0]["switches"].get<uint64_t>(), 2u) << sl.dump();
+    const json &bm = by_digest["select benchmark(?, md5(?))"];
+    EXPECT_EQ(bm["COUNT_STAR"], 2);
+    EXPECT_EQ(bm["stages"][0]["EVENT_NAME"], "stage/sql/Executing") << bm.dump();
+    EXPECT_GT(bm["stages"][0]["share"].get<double>(), 0.9) << bm.dump();
+    EXPECT_GT(bm["on_cpu_samples"].get<uint64_t>(), 50u) << bm.dump();
+}
+
+TEST_F(ServerTrace, ConcurrentConnectionsAttributedExactly) {
+    constexpr int kConns = 8, kEach = 40;
+    auto status = [&](const std::string &var) {
+        auto rows = server_->query("show global status like '" + var + "'");
+        EXPECT_TRUE(rows.ok());
+        return std::stoull((*rows)[0][1]);
+    };
+    std::vector<MYSQL *> conns;
+    std::vector<unsigned long> ids;
+    for (int i = 0; i < kConns; i++) {
+        conns.push_back(connect());
+        ids.push_back(mysql_thread_id(conns.back()));
+    }
+    auto tracer = start_tracer({"--stages", "exact", "--format", "json", "--output", out_path_});
+    const uint64_t selects_before = status("Com_select");
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int i = 0; i < kConns; i++) {
+        threads.emplace_back([&, i] {
+            for (int k = 0; k < kEach; k++) {
+                // Every connection runs its own statements, some long enough
+                // to overlap the others'.
+                const std::string sql =
+                    k % 10 == 0
+                        ? "select sleep(0.01), 'conn " + std::to_string(i) + "'"
+                        : "select " + std::to_string(k) + ", 'conn " + std::to_string(i) + "'";
+                failures += query(conns[i], sql) != 0;
+            }
+        });
+    }
+    for (auto &t : threads) {
+        t.join();
+    }
+    const uint64_t selects = status("Com_select") - selects_before;
+    for (MYSQL *m : conns) {
+        mysql_close(m);
+    }
+    for (unsigned long id : ids) {
+        wait_gone(id);
+    }
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(failures, 0);
+    EXPECT_NE(r.err.find(" 0 records dropped;"), std::string::npos) << r.err;
+
+    EXPECT_EQ(selects, static_cast<uint64_t>(kConns * kEach));
+    uint64_t traced_selects = 0;
+    for (unsigned long id : ids) {
+        for (const auto &s : rows("statement", id)) {
+            traced_selects += s["EVENT_NAME"] == "statement/sql/select";
+        }
+    }
+    EXPECT_EQ(traced_selects, selects);  // none lost, none invented
+    for (int i = 0; i < kConns; i++) {
+        auto mine = rows("statement", ids[i]);
+        ASSERT_EQ(mine.size(), static_cast<size_t>(kEach + 1)) << "connection " << i;  // + Quit
+        for (int k = 0; k < kEach; k++) {
+            const std::string text = mine[k]["SQL_TEXT"];
+            EXPECT_NE(text.find("'conn " + std::to_string(i) + "'"), std::string::npos) << text;
+            EXPECT_EQ(mine[k]["ROWS_SENT"], 1);
+        }
+        // Each statement's stages are its own: nested, in order, inside it.
+        for (const auto &s : rows("stage", ids[i])) {
+            EXPECT_LT(s["NESTING_EVENT_ID"].get<uint64_t>(), s["EVENT_ID"].get<uint64_t>());
+        }
+    }
+}
+
+// BPF links a process holds open: each attached probe or probe group.
+size_t bpf_link_fds(pid_t pid) {
+    const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+    size_t n = 0;
+    if (DIR *d = opendir(dir.c_str())) {
+        while (dirent *e = readdir(d)) {
+            char target[256] = {};
+            const std::string p = dir + "/" + e->d_name;
+            if (readlink(p.c_str(), target, sizeof(target) - 1) > 0 &&
+                std::string(target) == "anon_inode:bpf_link") {
+                n++;
+            }
+        }
+        closedir(d);
+    }
+    return n;
+}
+
+// uprobe_multi links in the kernel, as bpftool lists them (its Debian
+// version names the type by number).
+size_t uprobe_multi_links() {
+    auto r = run_command({"/usr/sbin/bpftool", "link", "show"});
+    size_t n = 0;
+    for (size_t p = 0; (p = r.out.find(": type 12 ", p)) != std::string::npos; p++) {
+        n++;
+    }
+    for (size_t p = 0; (p = r.out.find(": uprobe_multi ", p)) != std::string::npos; p++) {
+        n++;
+    }
+    return n;
+}
+
+TEST_F(ServerTrace, MaxStatementsDetachesStageProbes) {
+    MYSQL *m = connect();
+    ASSERT_NE(m, nullptr);
+    const unsigned long id = mysql_thread_id(m);
+    auto tracer = start_tracer(
+        {"--stages", "exact", "--max-statements", "3", "--format", "json", "--output", out_path_});
+    const size_t links_before = bpf_link_fds(tracer->pid());
+    EXPECT_EQ(uprobe_multi_links(), 1u);  // every stage site, in one link
+    for (int i = 0; i < 3; i++) {
+        ASSERT_EQ(query(m, "select " + std::to_string(i)), 0u);
+    }
+    ASSERT_TRUE(tracer->wait_for_stderr("exact stage probes detached after 3 statements"));
+    const size_t links_after = bpf_link_fds(tracer->pid());
+    EXPECT_EQ(uprobe_multi_links(), 0u);
+    for (int i = 3; i < 6; i++) {
+        ASSERT_EQ(query(m, "select " + std::to_string(i)), 0u);
+    }
+    mysql_close(m);
+    wait_gone(id);
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    // The stage sites' link is gone; the statement probes remain.
+    EXPECT_EQ(links_after, links_before - 1) << r.err;
+    EXPECT_NE(r.err.find("tracing statements only (5 probes)"), std::string::npos) << r.err;
+    auto stmts = rows("statement", id);
+    ASSERT_EQ(stmts.size(), 7u);
+    std::map<uint64_t, int> stages_of;
+    for (const auto &s : rows("stage", id)) {
+        stages_of[s["NESTING_EVENT_ID"]]++;
+    }
+    for (int i = 0; i < 3; i++) {
+        EXPECT_GT(stages_of[stmts[i]["EVENT_ID"]], 5) << i;
+    }
+    for (int i = 3; i < 7; i++) {
+        EXPECT_EQ(stmts[i]["SQL_TEXT"], i < 6 ? json("select " + std::to_string(i)) : json());
+        EXPECT_EQ(stages_of[stmts[i]["EVENT_ID"]], 0) << i;
+    }
+}
+
+// bpftool's view of the BPF programs loaded now, by name.
+size_t loaded_programs_named(const std::string &name) {
+    auto r = run_command({"/usr/sbin/bpftool", "prog", "show"});
+    size_t n = 0;
+    for (size_t p = 0; (p = r.out.find(" name " + name + " ", p)) != std::string::npos; p++) {
+        n++;
+    }
+    return n;
+}
+
+TEST_F(ServerTrace, AttachDetachUnderLoadLeavesTheServerHealthy) {
+    MYSQL *m = connect();
+    ASSERT_NE(m, nullptr);
+    std::atomic<bool> stop{false};
+    std::atomic<int> failures{0}, done{0};
+    std::thread load([&] {
+        MYSQL *l = connect();
+        while (!stop) {
+            failures += query(l, "select count(*) from information_schema.PROCESSLIST") != 0;
+            done++;
+        }
+        mysql_close(l);
+    });
+    for (const char *mode : {"exact", "sampled", "off", "exact"}) {
+        auto tracer = start_tracer({"--stages", mode, "--output", "/dev/null"});
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        auto r = tracer->stop(SIGINT);
+        EXPECT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    }
+    // A tracer killed outright: the kernel drops its probes with it.
+    auto killed = start_tracer({"--stages", "exact", "--output", "/dev/null"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(loaded_programs_named("server_stage"), 1u);
+    killed->stop(SIGKILL);
+    for (int i = 0; i < 100 && loaded_programs_named("server_stage") != 0; i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(loaded_programs_named("server_stage"), 0u);
+    stop = true;
+    load.join();
+    EXPECT_EQ(failures, 0);
+    EXPECT_GT(done, 0);
+    EXPECT_EQ(query(m, "select 1"), 0u);
+    mysql_close(m);
 }
 
 TEST_F(ServerTrace, EventsArriveWhileTracing) {
@@ -186,8 +565,7 @@ TEST_F(ServerTrace, EventsArriveWhileTracing) {
     auto tracer = start_tracer({"--output", out_path_});
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
-    ASSERT_EQ(mysql_query(m, "select 'live-marker'"), 0);
-    mysql_free_result(mysql_store_result(m));
+    ASSERT_EQ(query(m, "select 'live-marker'"), 0u);
     bool seen = false;
     for (int i = 0; i < 100 && !seen; i++) {
         std::ifstream in(out_path_);
@@ -216,7 +594,7 @@ TEST_F(ServerTrace, DurationStops) {
     auto tracer = start_tracer({"--duration", "0.5", "--output", out_path_});
     auto r = tracer->wait();
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find("mysqltrace: 0 commands, 0 records dropped; duration reached\n"),
+    EXPECT_NE(r.err.find("mysqltrace: 0 statements, 0 records dropped; duration reached\n"),
               std::string::npos)
         << r.err;
 }

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <map>
 
+#include "bpf/ring_set.h"
 #include "cli/command.h"
-#include "mysql/commands.h"
 #include "output/output_file.h"
 #include "output/server_render.h"
-#include "server/command_tracer.h"
+#include "server/statement_tracer.h"
 #include "trace/trace_loop.h"
 
 namespace mysqltrace::cli {
@@ -16,8 +17,25 @@ namespace {
 
 struct ServerArgs : TraceArgs {
     pid_t pid = 0;
-    uint32_t max_sql = 4096;
+    uint32_t max_sql = 65536;
+    std::string stages = "sampled";
+    uint32_t sample_hz = 997;
+    uint64_t thread_id = 0;
+    uint64_t max_statements = 0;
+    double stage_duration = 0;
+    double min_duration_ms = 0;
+    std::string db;
 };
+
+server::StageMode stage_mode(const std::string &s) {
+    if (s == "exact") {
+        return server::StageMode::exact;
+    }
+    if (s == "traps") {
+        return server::StageMode::traps;
+    }
+    return s == "off" ? server::StageMode::off : server::StageMode::sampled;
+}
 
 int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto target = server::resolve_server(a.pid);
@@ -25,61 +43,115 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         std::cerr << "mysqltrace: " << target.error().message << "\n";
         return kExitFailure;
     }
+    const auto mode = stage_mode(a.stages);
+    if (mode != server::StageMode::off && target->layout.proc_info < 0) {
+        std::cerr << "mysqltrace: cannot find THD::proc_info in this build: stages are off\n";
+    }
     if (g.verbose > 0) {
-        std::cerr << "mysqltrace: dispatch_command probe at file offset 0x" << std::hex
-                  << target->dispatch_site.offset << std::dec << " on `"
-                  << target->dispatch_site.instruction << "` ("
-                  << elf::probe_cost_name(target->dispatch_site.cost) << "), THD::thread_id at +"
-                  << target->thread_id_offset << "\n";
+        const auto &l = target->layout;
+        std::cerr << std::hex << "mysqltrace: dispatch_command probe at file offset 0x"
+                  << target->dispatch_site.offset << " (" << target->dispatch_site.instruction
+                  << "), mysql_parse at 0x" << target->parse_site.offset << ", end of command at 0x"
+                  << target->end_offset << "; THD: thread_id +0x" << l.thread_id
+                  << ", proc_info +0x" << l.proc_info << ", stmt_da +0x" << l.stmt_da << std::dec
+                  << "; " << target->stages.size() << " stage sites\n";
     }
     auto out = output::OutputFile::open(a.output);
     if (!out) {
         std::cerr << "mysqltrace: " << out.error().message << "\n";
         return kExitFailure;
     }
-    output::Clock clock;
-    std::map<uint32_t, uint64_t> per_command;
-    uint64_t commands = 0;
-    const bool json = a.format == "json";
-    if (!json) {
-        (*out)->write(output::command_text_header());
-    }
-    server::CommandTracerOptions opts;
-    opts.max_sql = a.max_sql;
-    opts.ring.bytes_per_cpu = a.ring_kib << 10;
     auto &o = **out;
-    auto tracer = server::CommandTracer::attach(*target, opts, [&](const server::CommandEvent &ev) {
-        commands++;
-        per_command[ev.command]++;
-        o.write(json ? output::command_json(ev, static_cast<uint32_t>(a.pid))
-                     : output::command_text(ev, clock));
+    const auto format = a.format == "json"      ? output::ServerFormat::json
+                        : a.format == "profile" ? output::ServerFormat::profile
+                                                : output::ServerFormat::text;
+    server::StatementTracer *tracer_ptr = nullptr;
+    output::ServerRenderer render(
+        format, static_cast<uint32_t>(a.pid), target->stages, [&tracer_ptr](uint64_t addr) {
+            return tracer_ptr ? tracer_ptr->stage_name_at(addr) : std::string();
+        });
+    o.write(render.header());
+    uint64_t statements = 0, shown = 0, failed = 0, with_stages = 0;
+    bool stages_detached = false;
+    std::map<std::string, uint64_t> per_name;
+    server::StatementTracerOptions opts;
+    opts.max_sql = a.max_sql;
+    opts.stages = target->layout.proc_info < 0 ? server::StageMode::off : mode;
+    opts.sample_hz = a.sample_hz;
+    opts.only_thread_id = a.thread_id;
+    opts.ring.bytes_per_cpu = a.ring_kib << 10;
+    const uint64_t min_ns = static_cast<uint64_t>(a.min_duration_ms * 1e6);
+    const auto started = std::chrono::steady_clock::now();
+    auto maybe_detach = [&] {
+        if (stages_detached || tracer_ptr == nullptr || tracer_ptr->stage_probe_count() == 0) {
+            return;
+        }
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        if ((a.max_statements && with_stages >= a.max_statements) ||
+            (a.stage_duration > 0 && elapsed >= a.stage_duration)) {
+            tracer_ptr->detach_stages();
+            stages_detached = true;
+            std::cerr << "mysqltrace: exact stage probes detached after " << with_stages
+                      << " statements; tracing statements only (" << tracer_ptr->probe_count()
+                      << " probes)\n";
+        }
+    };
+    auto tracer = server::StatementTracer::attach(*target, opts, [&](const server::Statement &st) {
+        statements++;
+        if (st.end_ns - st.start_ns < min_ns || (!a.db.empty() && st.db != a.db)) {
+            return;
+        }
+        shown++;
+        failed += st.failed() ? 1 : 0;
+        with_stages += st.stages.empty() ? 0 : 1;
+        per_name[server::statement_event_name(st)]++;
+        o.write(render.statement(st));
+        maybe_detach();
     });
     if (!tracer) {
         std::cerr << "mysqltrace: " << tracer.error().message << "\n";
         return kExitFailure;
     }
-    std::cerr << "mysqltrace: tracing commands of pid " << a.pid << "; Ctrl-C to stop\n";
+    tracer_ptr = tracer->get();
+    const char *what = opts.stages == server::StageMode::exact     ? "statements and exact stages"
+                       : opts.stages == server::StageMode::traps   ? "statements (stage traps only)"
+                       : opts.stages == server::StageMode::sampled ? "statements and sampled stages"
+                                                                   : "statements";
+    std::cerr << "mysqltrace: tracing " << what << " of pid " << a.pid << " ("
+              << (*tracer)->probe_count() << " probes); Ctrl-C to stop\n";
     trace::LoopOptions lo;
     lo.duration_s = a.duration;
     lo.targets = {a.pid};
     lo.on_tick = [&] {
+        maybe_detach();
         o.flush();
         if (g.verbose > 0) {
             auto st = (*tracer)->rings().stats();
-            std::cerr << "mysqltrace: " << commands << " commands, " << st.dropped << " dropped\n";
+            std::cerr << "mysqltrace: " << statements << " statements, " << st.dropped
+                      << " dropped\n";
         }
     };
     auto stop = trace::run_loop((*tracer)->rings(), lo);
     auto flushed = (*tracer)->rings().flush();
+    o.write(render.summary());
     o.flush();
-    std::string totals = std::to_string(commands) + " commands";
-    std::string by_command;
-    for (const auto &[cmd, n] : per_command) {
-        by_command +=
-            (by_command.empty() ? " (" : ", ") + mysql::command_name(cmd) + " " + std::to_string(n);
+    std::string totals = std::to_string(statements) + " statements";
+    if (shown != statements) {
+        totals += " (" + std::to_string(shown) + " shown)";
     }
-    if (!by_command.empty()) {
-        totals += by_command + ")";
+    if (failed) {
+        totals += ", " + std::to_string(failed) + " failed";
+    }
+    std::string by_name;
+    for (const auto &[name, n] : per_name) {
+        by_name += (by_name.empty() ? " [" : ", ") + name + " " + std::to_string(n);
+    }
+    if (!by_name.empty() && g.verbose > 0) {
+        totals += by_name + "]";
+    }
+    if ((*tracer)->undecodable()) {
+        totals += ", " + std::to_string((*tracer)->undecodable()) + " undecodable records";
     }
     return report_end(totals, (*tracer)->rings().stats(), stop, flushed);
 }
@@ -89,12 +161,33 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
 void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     auto *cmd = app.add_subcommand(
         "server",
-        "Trace a running MariaDB server: every command its threads dispatch, with the "
-        "connection id and statement text. No restart, no performance_schema.");
+        "Trace a running MariaDB server: every statement its threads run, with "
+        "performance_schema's columns (text, times, errors, rows, schema), per-thread CPU and "
+        "I/O, and where the time went by stage. No restart, no performance_schema.");
     auto a = std::make_shared<ServerArgs>();
     cmd->add_option("-p,--pid", a->pid, "Process id of the mariadbd to trace")->required();
-    add_trace_options(cmd, *a, {"text", "json"});
-    cmd->add_option("--max-sql", a->max_sql, "Bytes of statement text kept per command")
+    add_trace_options(cmd, *a, {"text", "json", "profile"});
+    cmd->add_option("--stages", a->stages,
+                    "sampled: where time goes by stage, from a CPU timer and context switches "
+                    "(cheap, always-on); exact: every stage transition of every statement, "
+                    "with per-stage CPU and I/O (one trap per stage: use on a bounded window); "
+                    "off: statements only; traps: exact's probes doing nothing (benchmarks)")
+        ->check(CLI::IsMember({"sampled", "exact", "off", "traps"}))
+        ->capture_default_str();
+    cmd->add_option("--sample-hz", a->sample_hz, "Stage samples per second per CPU (sampled)")
+        ->check(CLI::Range(1, 10000))
+        ->capture_default_str();
+    cmd->add_option("--thread-id", a->thread_id,
+                    "Only statements of this connection id (the server's THREAD_ID)");
+    cmd->add_option("--db", a->db, "Only statements whose CURRENT_SCHEMA is this");
+    cmd->add_option("--min-duration", a->min_duration_ms,
+                    "Only statements that took at least this long (ms)");
+    cmd->add_option("--max-statements", a->max_statements,
+                    "Exact stages: detach the stage probes after this many statements; "
+                    "statements go on being traced");
+    cmd->add_option("--stage-duration", a->stage_duration,
+                    "Exact stages: detach the stage probes after this many seconds");
+    cmd->add_option("--max-sql", a->max_sql, "Bytes of statement text kept per statement")
         ->check(CLI::Range(0, 65536))
         ->capture_default_str();
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_server(*a, global); }; });

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "output/server_render.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <ctime>
 
 #include <nlohmann/json.hpp>
 
 #include "mysql/commands.h"
+#include "server/statement_tracer.h"
 
 namespace mysqltrace::output {
 
@@ -32,57 +34,377 @@ std::string one_line(const std::string &s) {
     return out;
 }
 
-bool argument_is_text(uint32_t command) {
-    // COM_INIT_DB, COM_QUERY, COM_FIELD_LIST, COM_CREATE_DB, COM_DROP_DB, COM_STMT_PREPARE
-    return command == 2 || command == 3 || command == 4 || command == 5 || command == 6 ||
-           command == mysql::kComStmtPrepare;
+// Commands whose argument is text worth showing as SQL_TEXT.
+bool has_text(const server::Statement &st) {
+    switch (st.command) {
+        case 2:   // COM_INIT_DB
+        case 3:   // COM_QUERY
+        case 4:   // COM_FIELD_LIST
+        case 5:   // COM_CREATE_DB
+        case 6:   // COM_DROP_DB
+        case 22:  // COM_STMT_PREPARE
+            return true;
+        case mysql::kComStmtExecute:
+        case 28:  // COM_STMT_FETCH: the prepared statement's text
+        case mysql::kComStmtBulkExecute:
+            return !st.text.empty();
+        default:
+            return false;
+    }
+}
+
+std::string duration(uint64_t ns) {
+    char buf[32];
+    if (ns < 10'000) {
+        std::snprintf(buf, sizeof(buf), "%.2f us", static_cast<double>(ns) / 1e3);
+    } else if (ns < 10'000'000) {
+        std::snprintf(buf, sizeof(buf), "%.1f us", static_cast<double>(ns) / 1e3);
+    } else {
+        std::snprintf(buf, sizeof(buf), "%.2f ms", static_cast<double>(ns) / 1e6);
+    }
+    return buf;
+}
+
+std::string seconds(uint64_t ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.6f", static_cast<double>(ns) / 1e9);
+    return buf;
+}
+
+std::string dump(const nlohmann::ordered_json &j) {
+    // Statement text may hold any bytes: never fail on invalid UTF-8.
+    return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace
 
-std::string command_text_header() {
-    char buf[128];
-    std::snprintf(buf, sizeof(buf), "%-15s %9s %-26s %s\n", "TIME", "THREAD_ID", "EVENT_NAME",
-                  "SQL_TEXT");
+ServerRenderer::ServerRenderer(ServerFormat format, uint32_t pid,
+                               const std::vector<server::StageSite> &sites,
+                               std::function<std::string(uint64_t)> name_at)
+    : format_(format), pid_(pid), sites_(sites), name_at_(std::move(name_at)) {}
+
+std::string ServerRenderer::header() const {
+    if (format_ != ServerFormat::text) {
+        return "";
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%-15s %9s %10s %-26s %9s %s\n", "TIME", "THREAD_ID",
+                  "DURATION", "EVENT_NAME", "ROWS", "SQL_TEXT");
     return buf;
 }
 
-std::string command_text(const server::CommandEvent &ev, const Clock &clock) {
-    char head[128];
-    std::snprintf(head, sizeof(head), "%-15s %9llu %-26s ", clock.wall(ev.ts_ns).c_str(),
-                  static_cast<unsigned long long>(ev.thread_id),
-                  mysql::command_event_name(ev.command).c_str());
+std::vector<ServerRenderer::StageRow> ServerRenderer::stage_rows(
+    const server::Statement &st) const {
+    std::vector<StageRow> rows;
+    if ((st.flags & MT_STMT_EXACT) && !st.stages.empty() && st.stages[0].ts_ns > st.start_ns) {
+        // The server entered "starting" before dispatch_command, where the
+        // statement's own probe fires: that first stretch is still its own.
+        StageRow r;
+        r.name = "starting";
+        r.start_ns = st.start_ns;
+        r.end_ns = st.stages[0].ts_ns;
+        r.used = st.begin.until(st.stages[0].counters);
+        rows.push_back(std::move(r));
+    }
+    for (size_t i = 0; i < st.stages.size(); i++) {
+        const auto &m = st.stages[i];
+        StageRow r;
+        if (m.stage != 0) {
+            r.name = name_at_(m.stage);  // a site that enters a stage known only at run time
+        } else if (m.site < sites_.size()) {
+            const auto &site = sites_[m.site];
+            r.name = site.stage_name;
+            r.function = site.function;
+            r.file = site.source_file;
+            r.line = site.source_line;
+        } else {
+            r.name = "(stage site " + std::to_string(m.site) + ")";
+        }
+        r.start_ns = m.ts_ns;
+        const bool last = i + 1 == st.stages.size();
+        r.end_ns = last ? st.end_ns : st.stages[i + 1].ts_ns;
+        r.used = m.counters.until(last ? st.end : st.stages[i + 1].counters);
+        // A stage entered again right away (the same site twice in a row)
+        // reads as one stage, as SHOW PROFILE shows it.
+        if (!rows.empty() && rows.back().name == r.name && rows.back().end_ns == r.start_ns &&
+            rows.back().line == r.line) {
+            rows.back().end_ns = r.end_ns;
+            rows.back().used =
+                st.stages[i - 1].counters.until(last ? st.end : st.stages[i + 1].counters);
+            continue;
+        }
+        rows.push_back(std::move(r));
+    }
+    return rows;
+}
+
+std::string ServerRenderer::statement(const server::Statement &st) {
+    const auto rows = stage_rows(st);
+    uint64_t &next = next_event_id_[st.thread_id];
+    if (next == 0) {
+        next = 1;
+    }
+    const uint64_t event_id = next;
+    next += 1 + rows.size();
+
+    if (!st.samples.empty() || st.sample_period_us != 0) {
+        auto &c = classes_[server::statement_event_name(st) + "\x1f" +
+                           (has_text(st) ? server::digest_text(st.text) : "")];
+        c.event_name = server::statement_event_name(st);
+        c.count++;
+        c.wait_ns += st.end_ns - st.start_ns;
+        c.cpu_ns += st.begin.until(st.end).cpu_ns;
+        c.period_us = st.sample_period_us;
+        c.samples_lost += st.samples_lost;
+        for (const auto &s : st.samples) {
+            auto &t = c.stages[name_at_(s.stage)];
+            t.on_cpu += s.on_cpu;
+            t.off_cpu_ns += s.off_cpu_ns;
+            t.switches += s.switches;
+        }
+    }
+    switch (format_) {
+        case ServerFormat::text:
+            return text_rows(st, rows, event_id);
+        case ServerFormat::json:
+            return json_rows(st, rows, event_id);
+        case ServerFormat::profile:
+            return profile_rows(st, rows);
+    }
+    return "";
+}
+
+std::string ServerRenderer::text_rows(const server::Statement &st,
+                                      const std::vector<StageRow> &rows, uint64_t) {
+    const uint64_t rows_n = st.rows_sent ? st.rows_sent : st.rows_affected;
+    char head[192];
+    std::snprintf(
+        head, sizeof(head), "%-15s %9llu %10s %-26s %9llu ", clock_.wall(st.start_ns).c_str(),
+        static_cast<unsigned long long>(st.thread_id), duration(st.end_ns - st.start_ns).c_str(),
+        server::statement_event_name(st).c_str(), static_cast<unsigned long long>(rows_n));
     std::string line = head;
-    if (argument_is_text(ev.command)) {
-        line += one_line(ev.argument);
-        if (ev.truncated) {
-            line += "... (" + std::to_string(ev.packet_len) + " bytes)";
+    if (has_text(st)) {
+        line += one_line(st.text);
+        if (st.truncated()) {
+            line += "... (" + std::to_string(st.text_len) + " bytes)";
         }
     }
     while (!line.empty() && line.back() == ' ') {
         line.pop_back();
     }
-    return line + "\n";
+    line += "\n";
+    if (st.failed()) {
+        line += "    ERROR " + std::to_string(st.error) + " (" + st.sqlstate +
+                "): " + one_line(st.message) + "\n";
+    }
+    for (const auto &r : rows) {
+        char buf[256];
+        std::snprintf(buf, sizeof(buf), "    %-40s %10s  cpu %s\n",
+                      server::stage_event_name(r.name).c_str(),
+                      duration(r.end_ns - r.start_ns).c_str(), duration(r.used.cpu_ns).c_str());
+        line += buf;
+    }
+    if (st.stages_lost) {
+        line += "    (" + std::to_string(st.stages_lost) + " more stages not kept)\n";
+    }
+    return line;
 }
 
-std::string command_json(const server::CommandEvent &ev, uint32_t pid) {
+std::string ServerRenderer::json_rows(const server::Statement &st,
+                                      const std::vector<StageRow> &rows, uint64_t event_id) {
     nlohmann::ordered_json j;
-    j["kind"] = "command";
-    j["pid"] = pid;
-    j["tid"] = ev.tid;
-    j["ts_ns"] = ev.ts_ns;
-    j["THREAD_ID"] = ev.thread_id;
-    j["EVENT_NAME"] = mysql::command_event_name(ev.command);
-    j["command"] = mysql::command_name(ev.command);
-    j["TIMER_START"] = ev.ts_ns * 1000;  // picoseconds, as performance_schema
-    if (argument_is_text(ev.command)) {
-        j["SQL_TEXT"] = ev.argument;
-        if (ev.truncated) {
-            j["sql_bytes"] = ev.packet_len;
+    const auto used = st.begin.until(st.end);
+    j["kind"] = "statement";
+    j["pid"] = pid_;
+    j["tid"] = st.tid;
+    j["THREAD_ID"] = st.thread_id;
+    j["EVENT_ID"] = event_id;
+    j["END_EVENT_ID"] = event_id + rows.size() + 1;
+    j["EVENT_NAME"] = server::statement_event_name(st);
+    j["TIMER_START"] = st.start_ns * 1000;  // picoseconds, as performance_schema
+    j["TIMER_END"] = st.end_ns * 1000;
+    j["TIMER_WAIT"] = (st.end_ns - st.start_ns) * 1000;
+    j["SQL_TEXT"] = has_text(st) ? nlohmann::ordered_json(st.text) : nlohmann::ordered_json();
+    if (st.truncated()) {
+        j["sql_bytes"] = st.text_len;
+    }
+    j["DIGEST_TEXT"] = has_text(st) ? nlohmann::ordered_json(server::digest_text(st.text))
+                                    : nlohmann::ordered_json();
+    j["CURRENT_SCHEMA"] = st.db.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(st.db);
+    j["MYSQL_ERRNO"] = st.failed() ? st.error : 0;
+    j["RETURNED_SQLSTATE"] =
+        st.failed() ? nlohmann::ordered_json(st.sqlstate) : nlohmann::ordered_json();
+    j["MESSAGE_TEXT"] = st.failed() ? nlohmann::ordered_json(st.message) : nlohmann::ordered_json();
+    j["ERRORS"] = st.failed() ? 1 : 0;
+    j["ROWS_AFFECTED"] = st.rows_affected;
+    j["ROWS_SENT"] = st.rows_sent;
+    j["ROWS_EXAMINED"] = st.rows_examined;
+    j["command"] = mysql::command_name(st.command);
+    j["query_id"] = st.query_id;
+    j["CPU_TIME"] = used.cpu_ns * 1000;
+    j["CPU_user"] = used.user_ns() * 1000;
+    j["CPU_system"] = used.system_ns() * 1000;
+    j["Context_voluntary"] = used.nvcsw;
+    j["Context_involuntary"] = used.nivcsw;
+    j["Page_faults_major"] = used.maj_flt;
+    j["Page_faults_minor"] = used.min_flt;
+    j["Block_ops_in"] = used.read_bytes / 512;
+    j["Block_ops_out"] = used.write_bytes / 512;
+    if (!(st.flags & MT_STMT_ENDED) && !(st.flags & MT_STMT_SPLIT)) {
+        j["end"] = "not seen";  // the thread began another command first
+    }
+    if (st.stages_lost) {
+        j["stages_lost"] = st.stages_lost;
+    }
+    if (!st.samples.empty()) {
+        auto &s = j["stage_samples"] = nlohmann::ordered_json::array();
+        for (const auto &smp : st.samples) {
+            s.push_back({{"stage", name_at_(smp.stage)},
+                         {"on_cpu_samples", smp.on_cpu},
+                         {"off_cpu_ns", smp.off_cpu_ns},
+                         {"switches", smp.switches}});
         }
     }
-    // Statement text may hold any bytes: never fail on invalid UTF-8.
-    return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+    std::string out = dump(j);
+    uint64_t id = event_id;
+    for (const auto &r : rows) {
+        nlohmann::ordered_json s;
+        s["kind"] = "stage";
+        s["pid"] = pid_;
+        s["tid"] = st.tid;
+        s["THREAD_ID"] = st.thread_id;
+        s["EVENT_ID"] = ++id;
+        s["END_EVENT_ID"] = id;
+        s["EVENT_NAME"] = server::stage_event_name(r.name);
+        s["SOURCE"] = r.file.empty()
+                          ? nlohmann::ordered_json()
+                          : nlohmann::ordered_json(r.file + ":" + std::to_string(r.line));
+        s["TIMER_START"] = r.start_ns * 1000;
+        s["TIMER_END"] = r.end_ns * 1000;
+        s["TIMER_WAIT"] = (r.end_ns - r.start_ns) * 1000;
+        s["NESTING_EVENT_ID"] = event_id;
+        s["NESTING_EVENT_TYPE"] = "STATEMENT";
+        s["CPU_user"] = r.used.user_ns() * 1000;
+        s["CPU_system"] = r.used.system_ns() * 1000;
+        s["Context_voluntary"] = r.used.nvcsw;
+        s["Context_involuntary"] = r.used.nivcsw;
+        s["Page_faults_major"] = r.used.maj_flt;
+        s["Page_faults_minor"] = r.used.min_flt;
+        s["Block_ops_in"] = r.used.read_bytes / 512;
+        s["Block_ops_out"] = r.used.write_bytes / 512;
+        out += dump(s);
+    }
+    return out;
+}
+
+std::string ServerRenderer::profile_rows(const server::Statement &st,
+                                         const std::vector<StageRow> &rows) {
+    if (rows.empty()) {
+        return "";  // sampled mode: the shares come in the summary
+    }
+    std::string out = "# THREAD_ID " + std::to_string(st.thread_id) + ", " +
+                      server::statement_event_name(st) + ", " + seconds(st.end_ns - st.start_ns) +
+                      " s";
+    if (has_text(st)) {
+        out += ": " + one_line(st.text.substr(0, 200));
+    }
+    out += "\n";
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), "%-32s %-9s %-9s %-10s %-7s %-7s %-6s %-6s %-5s %-5s %s\n",
+                  "Status", "Duration", "CPU_user", "CPU_system", "Ctx_vol", "Ctx_inv", "Blk_in",
+                  "Blk_out", "PF_ma", "PF_mi", "Source");
+    out += buf;
+    for (const auto &r : rows) {
+        std::string source;
+        if (!r.file.empty()) {
+            source = r.file + ":" + std::to_string(r.line);
+        }
+        std::snprintf(buf, sizeof(buf),
+                      "%-32s %-9s %-9s %-10s %-7llu %-7llu %-6llu %-6llu %-5llu %-5llu %s\n",
+                      r.name.c_str(), seconds(r.end_ns - r.start_ns).c_str(),
+                      seconds(r.used.user_ns()).c_str(), seconds(r.used.system_ns()).c_str(),
+                      static_cast<unsigned long long>(r.used.nvcsw),
+                      static_cast<unsigned long long>(r.used.nivcsw),
+                      static_cast<unsigned long long>(r.used.read_bytes / 512),
+                      static_cast<unsigned long long>(r.used.write_bytes / 512),
+                      static_cast<unsigned long long>(r.used.maj_flt),
+                      static_cast<unsigned long long>(r.used.min_flt), source.c_str());
+        out += buf;
+    }
+    return out + "\n";
+}
+
+std::string ServerRenderer::summary() {
+    std::string out;
+    std::vector<std::pair<std::string, const ClassTotals *>> order;
+    for (const auto &[k, c] : classes_) {
+        order.emplace_back(k, &c);
+    }
+    std::sort(order.begin(), order.end(),
+              [](const auto &a, const auto &b) { return a.second->wait_ns > b.second->wait_ns; });
+    for (const auto &[key, c] : order) {
+        const std::string digest = key.substr(key.find('\x1f') + 1);
+        // On-CPU time per stage is estimated from samples, off-CPU time is
+        // measured at each switch; both over the statements' total time.
+        uint64_t samples = 0;
+        for (const auto &[name, t] : c->stages) {
+            samples += t.on_cpu;
+        }
+        std::vector<std::pair<std::string, double>> shares;
+        double attributed = 0;
+        for (const auto &[name, t] : c->stages) {
+            const double ns = static_cast<double>(t.on_cpu) * c->period_us * 1e3 +
+                              static_cast<double>(t.off_cpu_ns);
+            shares.emplace_back(name, ns);
+            attributed += ns;
+        }
+        std::sort(shares.begin(), shares.end(),
+                  [](const auto &a, const auto &b) { return a.second > b.second; });
+        const double rel = samples ? 100.0 / std::sqrt(static_cast<double>(samples)) : 100.0;
+        if (format_ == ServerFormat::json) {
+            nlohmann::ordered_json j;
+            j["kind"] = "stage_profile";
+            j["pid"] = pid_;
+            j["EVENT_NAME"] = c->event_name;
+            j["DIGEST_TEXT"] = digest;
+            j["COUNT_STAR"] = c->count;
+            j["SUM_TIMER_WAIT"] = c->wait_ns * 1000;
+            j["on_cpu_samples"] = samples;
+            j["sample_period_us"] = c->period_us;
+            j["samples_lost"] = c->samples_lost;
+            auto &a = j["stages"] = nlohmann::ordered_json::array();
+            for (const auto &[name, ns] : shares) {
+                const auto &t = c->stages.at(name);
+                a.push_back({{"EVENT_NAME", server::stage_event_name(name)},
+                             {"share", attributed > 0 ? ns / attributed : 0.0},
+                             {"on_cpu_samples", t.on_cpu},
+                             {"off_cpu_ns", t.off_cpu_ns},
+                             {"switches", t.switches}});
+            }
+            out += dump(j);
+            continue;
+        }
+        char buf[256];
+        std::snprintf(buf, sizeof(buf), "# %s x%llu, %s s total: %s\n", c->event_name.c_str(),
+                      static_cast<unsigned long long>(c->count), seconds(c->wait_ns).c_str(),
+                      one_line(digest.substr(0, 160)).c_str());
+        out += buf;
+        for (const auto &[name, ns] : shares) {
+            const auto &t = c->stages.at(name);
+            std::snprintf(buf, sizeof(buf), "  %5.1f%%  %-36s %6llu samples  off-CPU %s\n",
+                          attributed > 0 ? 100.0 * ns / attributed : 0.0, name.c_str(),
+                          static_cast<unsigned long long>(t.on_cpu),
+                          duration(t.off_cpu_ns).c_str());
+            out += buf;
+        }
+        std::snprintf(buf, sizeof(buf),
+                      "  (%llu on-CPU samples every %llu us, share of on-CPU time +-%.0f%%; "
+                      "off-CPU time measured at each switch)\n",
+                      static_cast<unsigned long long>(samples),
+                      static_cast<unsigned long long>(c->period_us), rel);
+        out += buf;
+    }
+    return out;
 }
 
 }  // namespace mysqltrace::output

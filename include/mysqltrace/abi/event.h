@@ -7,7 +7,7 @@
 #include "mysqltrace/abi/types.h"
 
 // Bumped whenever a record layout below changes incompatibly.
-#define MT_ABI_VERSION 1
+#define MT_ABI_VERSION 2
 
 // The largest number of CPUs the per-CPU ring array can serve.
 #define MT_MAX_CPUS 256
@@ -17,11 +17,11 @@
 #define MT_SCRATCH_SLOTS 4
 
 enum mt_event_type {
-    MT_EV_SELFTEST = 1,        // doctor and tests: one probe hit
-    MT_EV_SERVER_COMMAND = 2,  // a server thread entered dispatch_command
-    MT_EV_SOCK = 3,            // socket syscall of a traced client (struct mt_sock_event)
-    MT_EV_PROC = 4,            // traced process forked or exited (struct mt_proc_event)
-    MT_EV_API = 5,             // the shim: a MySQL C API call (struct mt_api_event)
+    MT_EV_SELFTEST = 1,          // doctor and tests: one probe hit
+    MT_EV_SERVER_STATEMENT = 2,  // a server statement ended (struct mt_server_statement_event)
+    MT_EV_SOCK = 3,              // socket syscall of a traced client (struct mt_sock_event)
+    MT_EV_PROC = 4,              // traced process forked or exited (struct mt_proc_event)
+    MT_EV_API = 5,               // the shim: a MySQL C API call (struct mt_api_event)
 };
 
 // Common header of every record. `size` is the whole record including this
@@ -62,15 +62,88 @@ struct mt_ring_stats {
 // of two so BPF can bound copies with a mask.
 #define MT_MAX_SQL 65536
 
-struct mt_server_command_event {
-    struct mt_event_header hdr;
-    __u64 thread_id;   // the server's connection id (THD::thread_id)
-    __u32 command;     // enum_server_command
-    __u32 packet_len;  // true length of the command's argument bytes
-    __u32 copied;      // bytes of it that follow in data[]
-    __u32 _pad0;
-    __u8 data[];  // the argument: SQL text for COM_QUERY
+// ---- Server statements (bpf/server.bpf.c) ----
+
+// Counters of the running server thread, read from its task_struct at
+// statement and stage boundaries: per thread, unlike getrusage(RUSAGE_SELF).
+struct mt_task_counters {
+    __u64 cpu_ns;    // se.sum_exec_runtime, as of the scheduler's last accounting point
+    __u64 utime_ns;  // user/system split (tick-sampled, as getrusage)
+    __u64 stime_ns;
+    __u64 nvcsw;       // voluntary context switches
+    __u64 nivcsw;      // involuntary context switches
+    __u64 min_flt;     // minor page faults
+    __u64 maj_flt;     // major page faults
+    __u64 read_bytes;  // block I/O that reached storage (task I/O accounting)
+    __u64 write_bytes;
 };
+
+// Exact stage transitions kept per statement; more are counted, not kept.
+#define MT_MAX_STAGES 64
+// Distinct stages one statement's samples are attributed to.
+#define MT_STAGE_SLOTS 8
+// Largest error message and schema name copied.
+#define MT_MAX_MESSAGE 512
+#define MT_MAX_DB 256
+
+// One exact stage transition: the thread passed stage site `site`.
+struct mt_stage_mark {
+    __u64 ts_ns;
+    __u32 site;  // the probe's attach cookie: index into userspace's stage-site table
+    __u32 _pad0;
+    __u64 stage;  // at sites whose stage is only known at run time: THD::proc_info
+    struct mt_task_counters c;
+};
+
+// Sampled stages: where one statement's time went, by the stage the thread
+// was in (THD::proc_info) when a CPU timer fired or when it was switched out.
+struct mt_stage_samples {
+    __u64 stage;       // proc_info: address of the stage name in the server
+    __u32 on_cpu;      // timer samples taken while running in this stage
+    __u32 switches;    // times switched out in this stage
+    __u64 off_cpu_ns;  // time switched out in this stage
+};
+
+enum mt_statement_flags {
+    MT_STMT_ENDED = 1,     // reached the end of its command
+    MT_STMT_SPLIT = 2,     // ended where the next statement of the same COM_QUERY began
+    MT_STMT_CUT = 4,       // the thread began another command before this one's end was seen
+    MT_STMT_EXACT = 8,     // exact stage probes were attached while it ran
+    MT_STMT_SAMPLED = 16,  // stage sampling was on while it ran
+};
+
+struct mt_server_statement_event {
+    struct mt_event_header hdr;  // ts_ns: when the statement ended
+    __u64 start_ns;
+    __u64 thread_id;  // the server's connection id (THD::thread_id)
+    __u64 query_id;
+    __u64 text_addr;  // server address of the statement text: splits multi-statements
+    __u64 rows_sent;
+    __u64 rows_examined;
+    __u64 rows_affected;     // when the statement ended with OK
+    __u32 command;           // enum_server_command
+    __u32 sql_command;       // LEX::sql_command at the end (meaningful for COM_QUERY)
+    __u32 error;             // MYSQL_ERRNO when da_status is an error
+    __u32 da_status;         // Diagnostics_area status: 0 empty, 1 OK, 2 EOF, 5 error, ...
+    __u32 flags;             // enum mt_statement_flags
+    __u32 seq;               // statements of this command before this one
+    __u32 text_len;          // true length of the statement text
+    __u32 text_copied;       // bytes of it in data[]
+    __u16 message_len;       // bytes of MESSAGE_TEXT in data[]
+    __u16 db_len;            // bytes of CURRENT_SCHEMA in data[]
+    __u16 n_stages;          // exact stage marks in data[]
+    __u16 stages_lost;       // exact stage transitions not kept (over MT_MAX_STAGES)
+    __u32 samples_lost;      // samples of stages beyond MT_STAGE_SLOTS
+    __u32 sample_period_us;  // timer sampling period (0: not sampled)
+    char sqlstate[8];        // RETURNED_SQLSTATE, NUL-terminated
+    struct mt_task_counters begin, end;
+    struct mt_stage_samples samples[MT_STAGE_SLOTS];
+    __u8 data[];  // n_stages struct mt_stage_mark, then message, schema, statement text
+};
+
+// Largest variable part of a statement record.
+#define MT_STATEMENT_DATA_MAX \
+    (MT_MAX_STAGES * sizeof(struct mt_stage_mark) + MT_MAX_MESSAGE + MT_MAX_DB + MT_MAX_SQL)
 
 // ---- Client capture (bpf/client.bpf.c) ----
 

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Statement records from bpf/server.bpf.c: decoding, names, digests and the
+// renderings built from them.
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "output/server_render.h"
+#include "server/statement.h"
+
+namespace {
+
+using mysqltrace::server::Statement;
+
+// A record as the BPF side writes it: fixed part, marks, message, db, text.
+std::vector<uint8_t> record(mt_server_statement_event ev, const std::vector<mt_stage_mark> &marks,
+                            const std::string &message, const std::string &db,
+                            const std::string &text) {
+    ev.hdr.type = MT_EV_SERVER_STATEMENT;
+    ev.n_stages = static_cast<uint16_t>(marks.size());
+    ev.message_len = static_cast<uint16_t>(message.size());
+    ev.db_len = static_cast<uint16_t>(db.size());
+    ev.text_copied = static_cast<uint32_t>(text.size());
+    std::vector<uint8_t> r(sizeof(ev));
+    for (const auto &m : marks) {
+        const auto *p = reinterpret_cast<const uint8_t *>(&m);
+        r.insert(r.end(), p, p + sizeof(m));
+    }
+    for (const std::string *s : {&message, &db, &text}) {
+        r.insert(r.end(), s->begin(), s->end());
+    }
+    ev.hdr.size = static_cast<uint32_t>(r.size());
+    std::memcpy(r.data(), &ev, sizeof(ev));
+    return r;
+}
+
+mt_server_statement_event base_event() {
+    mt_server_statement_event ev{};
+    ev.hdr.tid = 77;
+    ev.hdr.ts_ns = 5'000'000;
+    ev.start_ns = 1'000'000;
+    ev.thread_id = 12;
+    ev.command = 3;
+    ev.flags = MT_STMT_ENDED;
+    return ev;
+}
+
+TEST(ServerStatement, DecodesEveryPart) {
+    auto ev = base_event();
+    ev.da_status = 5;
+    ev.error = 1146;
+    std::memcpy(ev.sqlstate, "42S02", 6);
+    ev.text_len = 20;
+    ev.rows_examined = 3;
+    ev.begin.cpu_ns = 100;
+    ev.end.cpu_ns = 400;
+    ev.end.utime_ns = 3;
+    ev.end.stime_ns = 1;
+    ev.samples[0].stage = 0x1000;
+    ev.samples[0].on_cpu = 4;
+    mt_stage_mark m{};
+    m.ts_ns = 2'000'000;
+    m.site = 7;
+    m.c.cpu_ns = 150;
+    auto rec = record(ev, {m}, "Table 'x.t' doesn't exist", "x", "select * from t");
+
+    Statement st;
+    ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+    EXPECT_EQ(st.tid, 77u);
+    EXPECT_EQ(st.thread_id, 12u);
+    EXPECT_EQ(st.start_ns, 1'000'000u);
+    EXPECT_EQ(st.end_ns, 5'000'000u);
+    EXPECT_TRUE(st.failed());
+    EXPECT_EQ(st.error, 1146u);
+    EXPECT_EQ(st.sqlstate, "42S02");
+    EXPECT_EQ(st.message, "Table 'x.t' doesn't exist");
+    EXPECT_EQ(st.db, "x");
+    EXPECT_EQ(st.text, "select * from t");
+    EXPECT_TRUE(st.truncated());  // 15 of 20 bytes
+    ASSERT_EQ(st.stages.size(), 1u);
+    EXPECT_EQ(st.stages[0].site, 7u);
+    EXPECT_EQ(st.stages[0].counters.cpu_ns, 150u);
+    ASSERT_EQ(st.samples.size(), 1u);
+    EXPECT_EQ(st.samples[0].on_cpu, 4u);
+    const auto used = st.begin.until(st.end);
+    EXPECT_EQ(used.cpu_ns, 300u);
+    EXPECT_EQ(used.user_ns(), 225u);  // 3:1 as the sampled utime:stime
+    EXPECT_EQ(used.system_ns(), 75u);
+}
+
+TEST(ServerStatement, RejectsMalformedRecords) {
+    auto rec = record(base_event(), {}, "", "", "select 1");
+    Statement st;
+    EXPECT_FALSE(mysqltrace::server::decode_statement(
+        std::span<const uint8_t>(rec.data(), rec.size() - 1), &st));
+    auto bad = rec;
+    reinterpret_cast<mt_server_statement_event *>(bad.data())->text_copied = 100;
+    EXPECT_FALSE(mysqltrace::server::decode_statement(bad, &st));
+    bad = rec;
+    reinterpret_cast<mt_server_statement_event *>(bad.data())->hdr.type = MT_EV_SOCK;
+    EXPECT_FALSE(mysqltrace::server::decode_statement(bad, &st));
+    EXPECT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+}
+
+TEST(ServerStatement, SplitStatementsLoseTheirDelimiter) {
+    auto ev = base_event();
+    ev.flags = MT_STMT_SPLIT;
+    ev.text_len = 11;
+    auto rec = record(ev, {}, "", "", "select 1;  ");
+    Statement st;
+    ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+    EXPECT_EQ(st.text, "select 1");
+    EXPECT_FALSE(st.truncated());
+}
+
+TEST(ServerStatement, FirstStatementEnd) {
+    using mysqltrace::server::first_statement_end;
+    EXPECT_EQ(first_statement_end("select 1; select 2"), 8u);
+    EXPECT_EQ(first_statement_end("select 1;"), 9u);  // nothing follows: the whole text
+    EXPECT_EQ(first_statement_end("select ';' ; select 2"), 11u);
+    EXPECT_EQ(first_statement_end("select \"a;\", `b;` ; x"), 18u);
+    EXPECT_EQ(first_statement_end("select 'it\\'s;' ; x"), 16u);
+    EXPECT_EQ(first_statement_end("select 1 /* ; */ -- ;\n; x"), 22u);
+    EXPECT_EQ(first_statement_end("select 1 # ;\n"), 13u);
+}
+
+TEST(ServerStatement, FailedStatementOfAMultiQueryKeepsItsOwnText) {
+    auto ev = base_event();
+    ev.da_status = 5;
+    ev.error = 1146;
+    const std::string text = "select * from nosuch; select 4";
+    ev.text_len = static_cast<uint32_t>(text.size());
+    auto rec = record(ev, {}, "Table 'x.nosuch' doesn't exist", "x", text);
+    Statement st;
+    ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+    EXPECT_EQ(st.text, "select * from nosuch");
+    EXPECT_FALSE(st.truncated());
+}
+
+TEST(ServerStatement, SqlCommandNamesFollowTheServersInstruments) {
+    using mysqltrace::server::sql_command_name;
+    EXPECT_EQ(sql_command_name("select 1"), "select");
+    EXPECT_EQ(sql_command_name("  /* hint */ SELECT 1"), "select");
+    EXPECT_EQ(sql_command_name("(select 1) union (select 2)"), "select");
+    EXPECT_EQ(sql_command_name("insert into t values (1)"), "insert");
+    EXPECT_EQ(sql_command_name("INSERT INTO t SELECT * FROM u"), "insert_select");
+    EXPECT_EQ(sql_command_name("replace into t values (1)"), "replace");
+    EXPECT_EQ(sql_command_name("update t set a = 1"), "update");
+    EXPECT_EQ(sql_command_name("delete from t"), "delete");
+    EXPECT_EQ(sql_command_name("create table t (a int)"), "create_table");
+    EXPECT_EQ(sql_command_name("CREATE OR REPLACE TABLE t (a int)"), "create_table");
+    EXPECT_EQ(sql_command_name("create temporary table t (a int)"), "create_table");
+    EXPECT_EQ(sql_command_name("create database d"), "create_db");
+    EXPECT_EQ(sql_command_name("drop table t"), "drop_table");
+    EXPECT_EQ(sql_command_name("alter table t add b int"), "alter_table");
+    EXPECT_EQ(sql_command_name("set @a = 1"), "set_option");
+    EXPECT_EQ(sql_command_name("show variables like 'x'"), "show_variables");
+    EXPECT_EQ(sql_command_name("show full processlist"), "show_processlist");
+    EXPECT_EQ(sql_command_name("show global status"), "show_status");
+    EXPECT_EQ(sql_command_name("show columns from t"), "show_fields");
+    EXPECT_EQ(sql_command_name("start transaction"), "begin");
+    EXPECT_EQ(sql_command_name("use mysql"), "change_db");
+    EXPECT_EQ(sql_command_name("prepare s from 'select 1'"), "prepare_sql");
+    EXPECT_EQ(sql_command_name("execute s"), "execute_sql");
+    EXPECT_EQ(sql_command_name("deallocate prepare s"), "dealloc_sql");
+    EXPECT_EQ(sql_command_name("explain select 1"), "select");
+    EXPECT_EQ(sql_command_name("xyzzy"), "");
+    EXPECT_EQ(sql_command_name(""), "");
+}
+
+TEST(ServerStatement, EventNames) {
+    Statement st;
+    st.command = 3;
+    st.text = "select 1";
+    EXPECT_EQ(mysqltrace::server::statement_event_name(st), "statement/sql/select");
+    st.text = "selec 1";
+    EXPECT_EQ(mysqltrace::server::statement_event_name(st), "statement/sql/error");
+    st.command = 14;
+    EXPECT_EQ(mysqltrace::server::statement_event_name(st), "statement/com/Ping");
+}
+
+TEST(ServerStatement, DigestTextReplacesLiterals) {
+    using mysqltrace::server::digest_text;
+    EXPECT_EQ(digest_text("SELECT c FROM sbtest1 WHERE id=4242"),
+              "SELECT c FROM sbtest1 WHERE id=?");
+    EXPECT_EQ(digest_text("select  'a''b' ,\n 1.5e3 from t;"), "select ? , ? from t");
+    EXPECT_EQ(digest_text("select * from t2 where a in (1, 2, 3)"),
+              "select * from t2 where a in (?)");
+    EXPECT_EQ(digest_text("select sleep(0.3)"), digest_text("select sleep(0.25)"));
+}
+
+TEST(ServerRender, JsonStatementWithNestedStages) {
+    std::vector<mysqltrace::server::StageSite> sites(2);
+    sites[0].stage_name = "Opening tables";
+    sites[0].source_file = "sql_base.cc";
+    sites[0].source_line = 4000;
+    sites[1].stage_name = "Sending data";
+    auto ev = base_event();
+    ev.rows_sent = 1;
+    ev.text_len = 8;
+    ev.end.cpu_ns = 4'000'000;
+    std::vector<mt_stage_mark> marks(2);
+    marks[0].ts_ns = 2'000'000;
+    marks[0].site = 0;
+    marks[0].c.cpu_ns = 1'000'000;
+    marks[1].ts_ns = 3'000'000;
+    marks[1].site = 1;
+    marks[1].c.cpu_ns = 1'500'000;
+    marks[1].c.nvcsw = 0;
+    auto rec = record(ev, marks, "", "test", "select 1");
+    Statement st;
+    ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+
+    mysqltrace::output::ServerRenderer r(mysqltrace::output::ServerFormat::json, 99, sites,
+                                         [](uint64_t) { return std::string("x"); });
+    std::string out = r.statement(st);
+    std::vector<nlohmann::json> rows;
+    for (size_t p = 0, e; (e = out.find('\n', p)) != std::string::npos; p = e + 1) {
+        rows.push_back(nlohmann::json::parse(out.substr(p, e - p)));
+    }
+    ASSERT_EQ(rows.size(), 3u);
+    EXPECT_EQ(rows[0]["kind"], "statement");
+    EXPECT_EQ(rows[0]["EVENT_ID"], 1);
+    EXPECT_EQ(rows[0]["END_EVENT_ID"], 4);
+    EXPECT_EQ(rows[0]["EVENT_NAME"], "statement/sql/select");
+    EXPECT_EQ(rows[0]["TIMER_WAIT"], 4'000'000'000ull);
+    EXPECT_EQ(rows[0]["CURRENT_SCHEMA"], "test");
+    EXPECT_EQ(rows[0]["ROWS_SENT"], 1);
+    EXPECT_EQ(rows[0]["MYSQL_ERRNO"], 0);
+    EXPECT_TRUE(rows[0]["RETURNED_SQLSTATE"].is_null());
+    EXPECT_EQ(rows[1]["kind"], "stage");
+    EXPECT_EQ(rows[1]["EVENT_ID"], 2);
+    EXPECT_EQ(rows[1]["EVENT_NAME"], "stage/sql/Opening tables");
+    EXPECT_EQ(rows[1]["SOURCE"], "sql_base.cc:4000");
+    EXPECT_EQ(rows[1]["TIMER_WAIT"], 1'000'000'000ull);
+    EXPECT_EQ(rows[1]["NESTING_EVENT_ID"], 1);
+    EXPECT_EQ(rows[1]["CPU_user"].get<uint64_t>() + rows[1]["CPU_system"].get<uint64_t>(),
+              500'000'000ull);
+    EXPECT_EQ(rows[2]["EVENT_NAME"], "stage/sql/Sending data");
+    EXPECT_TRUE(rows[2]["SOURCE"].is_null());
+    EXPECT_EQ(rows[2]["TIMER_END"], 5'000'000'000ull);  // the last stage ends with the statement
+    EXPECT_EQ(rows[2]["CPU_user"].get<uint64_t>() + rows[2]["CPU_system"].get<uint64_t>(),
+              2'500'000'000ull);
+    // Event ids go on per connection: END_EVENT_ID is the next event's id.
+    out = r.statement(st);
+    EXPECT_EQ(nlohmann::json::parse(out.substr(0, out.find('\n')))["EVENT_ID"], 4);
+}
+
+TEST(ServerRender, SampledSharesPerStatementClass) {
+    std::vector<mysqltrace::server::StageSite> sites;
+    auto ev = base_event();
+    ev.flags |= MT_STMT_SAMPLED;
+    ev.sample_period_us = 1000;
+    ev.samples[0] = {0x10, 30, 0, 0};          // 30 ms on CPU
+    ev.samples[1] = {0x20, 0, 1, 90'000'000};  // 90 ms switched out
+    ev.text_len = 15;
+    auto rec = record(ev, {}, "", "", "select sleep(1)");
+    Statement st;
+    ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+    mysqltrace::output::ServerRenderer r(
+        mysqltrace::output::ServerFormat::json, 99, sites,
+        [](uint64_t a) { return std::string(a == 0x10 ? "Executing" : "User sleep"); });
+    r.statement(st);
+    st.text = "select sleep(2)";
+    r.statement(st);
+    std::string out = r.summary();
+    auto j = nlohmann::json::parse(out.substr(0, out.find('\n')));
+    EXPECT_EQ(j["kind"], "stage_profile");
+    EXPECT_EQ(j["COUNT_STAR"], 2);
+    EXPECT_EQ(j["DIGEST_TEXT"], "select sleep(?)");
+    ASSERT_EQ(j["stages"].size(), 2u);
+    EXPECT_EQ(j["stages"][0]["EVENT_NAME"], "stage/sql/User sleep");
+    EXPECT_DOUBLE_EQ(j["stages"][0]["share"].get<double>(), 0.75);
+    EXPECT_EQ(j["stages"][1]["on_cpu_samples"], 60);
+}
+
+}  // namespace

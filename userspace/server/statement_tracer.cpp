@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "server/statement_tracer.h"
+
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include <bpf/libbpf.h>
+
+#include "elf/disassembler.h"
+#include "elf/elf_file.h"
+#include "mysqltrace/abi/event.h"
+#include "proc/maps.h"
+#include "server.skel.h"
+
+namespace mysqltrace::server {
+
+namespace {
+
+// MariaDB 10.x entry points.
+constexpr const char *kDispatch = "_Z16dispatch_command19enum_server_commandP3THDPcjb";
+constexpr const char *kParse = "_Z11mysql_parseP3THDPcjP12Parser_state";
+// The stage dispatch_command enters once the command is done and answered.
+constexpr const char *kEndStage = "stage_cleaning_up";
+
+Result<elf::ProbeSite> entry_site(const elf::ElfFile &file, const elf::Symbol &sym) {
+    auto code = file.read(sym.vaddr, 16);
+    if (!code) {
+        return code.error();
+    }
+    auto off = file.vaddr_to_offset(sym.vaddr);
+    if (!off) {
+        return off.error();
+    }
+    return elf::place_entry_probe(*code, *off);
+}
+
+// The field an accessor such as thd_query_string(THD*) returns the address
+// of: its first instruction is `lea rax, [rdi + disp]`.
+int64_t lea_accessor_offset(const elf::ElfFile &file, const char *symbol) {
+    auto sym = file.find(symbol);
+    if (!sym) {
+        return -1;
+    }
+    auto code = file.read(sym->vaddr, 16);
+    if (!code) {
+        return -1;
+    }
+    elf::Disassembler dis(true);
+    const cs_insn *in = dis.decode(*code, sym->vaddr);
+    if (in == nullptr || in->id != X86_INS_LEA || in->detail->x86.op_count != 2) {
+        return -1;
+    }
+    const cs_x86_op &m = in->detail->x86.operands[1];
+    if (m.type != X86_OP_MEM || m.mem.base != X86_REG_RDI || m.mem.index != X86_REG_INVALID) {
+        return -1;
+    }
+    return m.mem.disp;
+}
+
+// One BPF link for many uprobes (kernel 6.6+). Debian's libbpf 1.1 and UAPI
+// headers predate it, so the attach type and link_create layout are spelled
+// out here (include/uapi/linux/bpf.h). Hundreds of separate uprobes detach
+// one by one, each waiting for an RCU grace period: ~0.1 s apiece here,
+// 20 s for the stage sites; one multi link goes at once.
+constexpr uint32_t kTraceUprobeMulti = 48;  // BPF_TRACE_UPROBE_MULTI
+
+struct UprobeMultiLinkAttr {
+    uint32_t prog_fd;
+    uint32_t target_fd;
+    uint32_t attach_type;
+    uint32_t flags;
+    uint64_t path;
+    uint64_t offsets;
+    uint64_t ref_ctr_offsets;
+    uint64_t cookies;
+    uint32_t cnt;
+    uint32_t multi_flags;
+    uint32_t pid;
+    uint32_t pad;
+};
+
+Result<bpf::Fd> attach_uprobe_multi(bpf_program *prog, pid_t pid, const std::string &path,
+                                    const std::vector<uint64_t> &offsets,
+                                    const std::vector<uint64_t> &cookies) {
+    UprobeMultiLinkAttr a{};
+    a.prog_fd = static_cast<uint32_t>(bpf_program__fd(prog));
+    a.attach_type = kTraceUprobeMulti;
+    a.path = reinterpret_cast<uint64_t>(path.c_str());
+    a.offsets = reinterpret_cast<uint64_t>(offsets.data());
+    a.cookies = reinterpret_cast<uint64_t>(cookies.data());
+    a.cnt = static_cast<uint32_t>(offsets.size());
+    a.pid = static_cast<uint32_t>(pid);
+    long fd = ::syscall(SYS_bpf, 28 /* BPF_LINK_CREATE */, &a, sizeof(a));
+    if (fd < 0) {
+        return make_error(errno, "cannot attach " + std::to_string(offsets.size()) +
+                                     " stage-site uprobes to pid " + std::to_string(pid) +
+                                     " (one uprobe_multi link needs Linux 6.6 or later)");
+    }
+    return bpf::Fd(static_cast<int>(fd));
+}
+
+// Runtime address minus file address of the traced binary's code.
+Result<int64_t> load_bias(pid_t pid, const elf::ElfFile &file, const elf::Symbol &sym) {
+    auto off = file.vaddr_to_offset(sym.vaddr);
+    auto maps = proc::read_maps(pid);
+    if (!off || !maps) {
+        return !off ? off.error() : maps.error();
+    }
+    char real[PATH_MAX];
+    const std::string exe_link = "/proc/" + std::to_string(pid) + "/exe";
+    ssize_t n = ::readlink(exe_link.c_str(), real, sizeof(real) - 1);
+    if (n <= 0) {
+        return make_error(errno, "cannot read " + exe_link);
+    }
+    real[n] = 0;
+    for (const auto &m : *maps) {
+        if (m.path == real && *off >= m.file_offset && *off < m.file_offset + (m.end - m.start)) {
+            return static_cast<int64_t>(m.start + (*off - m.file_offset) - sym.vaddr);
+        }
+    }
+    return Error{ENOENT, std::string("cannot find ") + real + " in the memory map of pid " +
+                             std::to_string(pid)};
+}
+
+}  // namespace
+
+Result<ServerTarget> resolve_server(pid_t pid) {
+    if (!proc::process_exists(pid)) {
+        return Error{ESRCH, "no such process: " + std::to_string(pid)};
+    }
+    ServerTarget t;
+    t.pid = pid;
+    t.exe = "/proc/" + std::to_string(pid) + "/exe";
+    auto file = elf::ElfFile::open(t.exe);
+    if (!file) {
+        return file.error();
+    }
+    const elf::ElfFile &f = **file;
+    auto dispatch = f.find(kDispatch);
+    if (!dispatch) {
+        for (const auto &s : f.symbols()) {
+            if (s.name.rfind("_Z16dispatch_command", 0) == 0) {
+                return Error{ENOTSUP, "pid " + std::to_string(pid) + " has " + s.name +
+                                          ": only MariaDB servers are supported so far"};
+            }
+        }
+        return Error{ENOENT, "pid " + std::to_string(pid) +
+                                 " is not a MySQL/MariaDB server (no dispatch_command symbol)"};
+    }
+    auto parse = f.find(kParse);
+    if (!parse) {
+        return Error{ENOENT, std::string("this server has no ") + kParse +
+                                 " symbol: unsupported MariaDB version"};
+    }
+    auto ds = entry_site(f, *dispatch);
+    auto ps = entry_site(f, *parse);
+    if (!ds || !ps) {
+        return !ds ? ds.error() : ps.error();
+    }
+    t.dispatch_site = *ds;
+    t.parse_site = *ps;
+    auto layout = derive_thd_layout(f);
+    if (!layout) {
+        return layout.error();
+    }
+    t.layout = *layout;
+    t.query_string_offset = lea_accessor_offset(f, "thd_query_string");
+    auto scan = find_stage_sites(f, t.layout);
+    if (!scan) {
+        return scan.error();
+    }
+    t.stages = std::move(scan->sites);
+    t.static_stages = t.stages.size();
+    t.stages.insert(t.stages.end(), scan->dynamic_sites.begin(), scan->dynamic_sites.end());
+    for (const auto &s : t.stages) {
+        if (s.stage_symbol == kEndStage && s.function == kDispatch) {
+            t.end_offset = s.probe_offset;
+        }
+    }
+    if (t.end_offset == 0) {
+        return Error{ENOTSUP, std::string("cannot find the end of dispatch_command (its ") +
+                                  kEndStage + " stage site) in this build of the server"};
+    }
+    auto bias = load_bias(pid, f, *dispatch);
+    if (!bias) {
+        return bias.error();
+    }
+    t.load_bias = *bias;
+    return t;
+}
+
+std::string stage_event_name(const std::string &name) {
+    return "stage/sql/" + name;
+}
+
+Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
+    const ServerTarget &target, const StatementTracerOptions &opts,
+    std::function<void(const Statement &)> sink) {
+    std::unique_ptr<StatementTracer> t(new StatementTracer());
+    t->sink_ = std::move(sink);
+    t->pid_ = target.pid;
+    t->skel_ = ::server::open();
+    if (t->skel_ == nullptr) {
+        return make_error(errno, "cannot open the server BPF object");
+    }
+    auto *ro = t->skel_->rodata;
+    const ThdLayout &l = target.layout;
+    ro->target_tgid = static_cast<__u32>(target.pid);
+    ro->off_thread_id = l.thread_id;
+    ro->off_query_id = l.query_id;
+    ro->off_query_string = target.query_string_offset;
+    ro->off_lex = l.lex;
+    ro->off_lex_sql_command = l.lex_sql_command;
+    ro->off_db = l.db;
+    ro->off_stmt_da = l.stmt_da;
+    ro->off_da_status = l.da_status;
+    ro->off_da_errno = l.da_errno;
+    ro->off_da_sqlstate = l.da_sqlstate;
+    ro->off_da_message = l.da_message;
+    ro->off_da_affected_rows = l.da_affected_rows;
+    ro->off_sent_rows = l.sent_row_count;
+    ro->off_examined_rows = l.examined_row_count;
+    ro->off_proc_info = l.proc_info;
+    ro->max_sql = std::min<uint32_t>(opts.max_sql, MT_MAX_SQL);
+    const uint32_t hz = std::max<uint32_t>(1, opts.sample_hz);
+    ro->sample_period_us = 1'000'000 / hz;
+    ro->first_dynamic_site = static_cast<__u32>(target.static_stages);
+    for (size_t i = 0; i < target.stages.size(); i++) {
+        if (target.stages[i].stage_symbol == "stage_starting" &&
+            target.stages[i].function == kDispatch) {
+            ro->starting_site = static_cast<__u32>(i);
+        }
+    }
+    if (auto r = bpf::size_scratch_slots(t->skel_->obj); !r) {
+        return r.error();
+    }
+    bpf_program__set_expected_attach_type(t->skel_->progs.server_stage,
+                                          static_cast<bpf_attach_type>(kTraceUprobeMulti));
+    if (int err = ::server::load(t->skel_); err != 0) {
+        return make_error(err, "cannot load the server BPF programs");
+    }
+    t->skel_->bss->only_thread_id = opts.only_thread_id;
+    StatementTracer *self = t.get();
+    auto rings =
+        bpf::RingSet::create(t->skel_->obj, opts.ring, [self](std::span<const uint8_t> rec) {
+            Statement st;
+            if (decode_statement(rec, &st)) {
+                self->sink_(st);
+            } else {
+                self->undecodable_++;
+            }
+        });
+    if (!rings) {
+        return rings.error();
+    }
+    t->rings_ = std::move(rings).value();
+
+    auto *progs = &t->skel_->progs;
+    auto uprobe = [&](bpf_program *prog, uint64_t offset, uint64_t cookie,
+                      const std::string &what) -> Result<bpf::Link> {
+        bpf_uprobe_opts uo{};
+        uo.sz = sizeof(uo);
+        uo.bpf_cookie = cookie;
+        bpf_link *l =
+            bpf_program__attach_uprobe_opts(prog, target.pid, target.exe.c_str(), offset, &uo);
+        if (l == nullptr) {
+            return make_error(errno, "cannot attach a uprobe to " + what + " in pid " +
+                                         std::to_string(target.pid));
+        }
+        return bpf::Link(l);
+    };
+    for (auto [prog, off, what] : {
+             std::tuple{progs->server_dispatch_command, target.dispatch_site.offset,
+                        "dispatch_command"},
+             std::tuple{progs->server_mysql_parse, target.parse_site.offset, "mysql_parse"},
+             std::tuple{progs->server_command_end, target.end_offset,
+                        "the end of dispatch_command"},
+         }) {
+        auto l = uprobe(prog, off, 0, what);
+        if (!l) {
+            return l.error();
+        }
+        t->links_.push_back(std::move(l).value());
+    }
+    bpf_link *exit_link = bpf_program__attach(progs->server_thread_exit);
+    if (exit_link == nullptr) {
+        return make_error(errno, "cannot attach to the sched_process_exit tracepoint");
+    }
+    t->links_.emplace_back(exit_link);
+
+    if (opts.stages != StageMode::off) {
+        // Off-CPU time by stage, and a per-thread CPU clock exact to the ns.
+        bpf_link *sw = bpf_program__attach(progs->server_switch);
+        if (sw == nullptr) {
+            return make_error(errno, "cannot attach to the sched_switch tracepoint");
+        }
+        t->links_.emplace_back(sw);
+        t->skel_->bss->switch_clock = 1;
+    }
+    if (opts.stages == StageMode::sampled) {
+        const int ncpu = libbpf_num_possible_cpus();
+        for (int cpu = 0; cpu < ncpu; cpu++) {
+            perf_event_attr pa{};
+            pa.size = sizeof(pa);
+            pa.type = PERF_TYPE_SOFTWARE;
+            pa.config = PERF_COUNT_SW_CPU_CLOCK;
+            pa.sample_period = 1'000'000'000ull / hz;  // cpu-clock counts ns
+            int fd = static_cast<int>(
+                ::syscall(SYS_perf_event_open, &pa, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+            if (fd < 0) {
+                if (errno == ENODEV || errno == ENOENT) {
+                    continue;  // a possible CPU that is not online
+                }
+                return make_error(
+                    errno, "cannot open a cpu-clock perf event on CPU " + std::to_string(cpu));
+            }
+            t->perf_fds_.emplace_back(fd);
+            bpf_link *pl = bpf_program__attach_perf_event(progs->server_sample, fd);
+            if (pl == nullptr) {
+                return make_error(errno,
+                                  "cannot attach the stage sampler to CPU " + std::to_string(cpu));
+            }
+            t->links_.emplace_back(pl);
+        }
+        t->skel_->bss->sampled_stages = 1;
+    } else if (opts.stages == StageMode::exact || opts.stages == StageMode::traps) {
+        std::vector<uint64_t> offsets, cookies;
+        for (size_t i = 0; i < target.stages.size(); i++) {
+            offsets.push_back(target.stages[i].probe_offset);
+            cookies.push_back(i);
+        }
+        auto l = attach_uprobe_multi(progs->server_stage, target.pid, target.exe, offsets, cookies);
+        if (!l) {
+            return l.error();
+        }
+        t->stage_link_ = std::move(l).value();
+        t->stage_probes_ = offsets.size();
+        t->skel_->bss->exact_stages = opts.stages == StageMode::exact ? 1 : 0;
+    }
+    return t;
+}
+
+void StatementTracer::detach_stages() {
+    if (skel_ != nullptr) {
+        skel_->bss->exact_stages = 0;
+    }
+    stage_link_.reset();
+    stage_probes_ = 0;
+}
+
+std::string StatementTracer::stage_name_at(uint64_t addr) {
+    if (addr == 0) {
+        return "";
+    }
+    auto it = names_.find(addr);
+    if (it != names_.end()) {
+        return it->second;
+    }
+    std::string name;
+    bpf::Fd mem(::open(("/proc/" + std::to_string(pid_) + "/mem").c_str(), O_RDONLY | O_CLOEXEC));
+    char buf[128];
+    if (mem.valid()) {
+        ssize_t n = ::pread(mem.get(), buf, sizeof(buf), static_cast<off_t>(addr));
+        if (n > 0) {
+            name.assign(buf, strnlen(buf, static_cast<size_t>(n)));
+        }
+    }
+    if (name.empty()) {
+        name = "(unreadable stage)";
+    }
+    names_.emplace(addr, name);
+    return name;
+}
+
+StatementTracer::~StatementTracer() {
+    stage_link_.reset();
+    links_.clear();
+    perf_fds_.clear();
+    rings_.reset();
+    if (skel_ != nullptr) {
+        ::server::destroy(skel_);
+    }
+}
+
+}  // namespace mysqltrace::server

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Statements and stages of a running mariadbd, from bpf/server.bpf.c:
+// entry probes on dispatch_command and mysql_parse, one probe on the
+// end-of-command stage site, and on demand exact stage probes (every stage
+// site of the binary) or stage sampling (a CPU timer per CPU and the
+// scheduler's switch tracepoint). No performance_schema, no restart.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+#include <sys/types.h>
+
+#include "bpf/handles.h"
+#include "bpf/ring_set.h"
+#include "elf/probe_site.h"
+#include "server/stage_sites.h"
+#include "server/statement.h"
+#include "server/thd_layout.h"
+#include "util/result.h"
+
+struct server;
+
+namespace mysqltrace::server {
+
+// What mysqltrace learnt about a server binary from its symbols and code.
+struct ServerTarget {
+    pid_t pid = 0;
+    std::string exe;               // /proc/PID/exe: reaches the binary across mount namespaces
+    elf::ProbeSite dispatch_site;  // dispatch_command entry
+    elf::ProbeSite parse_site;     // mysql_parse entry
+    uint64_t end_offset = 0;       // the end-of-command stage site (file offset)
+    ThdLayout layout;
+    // Every stage site found (exact mode): those that name their stage, then
+    // those whose stage is read from the THD when they fire.
+    std::vector<StageSite> stages;
+    size_t static_stages = 0;
+    int64_t query_string_offset = -1;
+    int64_t load_bias = 0;  // runtime address - file vaddr
+};
+
+Result<ServerTarget> resolve_server(pid_t pid);
+
+// traps: the exact stage probes with programs that return at once, the
+// floor exact mode is measured against (bench/).
+enum class StageMode { off, sampled, exact, traps };
+
+struct StatementTracerOptions {
+    uint32_t max_sql = 65536;
+    StageMode stages = StageMode::sampled;
+    uint32_t sample_hz = 997;     // per CPU, sampled mode
+    uint64_t only_thread_id = 0;  // 0: every connection
+    bpf::RingOptions ring;
+};
+
+class StatementTracer {
+  public:
+    static Result<std::unique_ptr<StatementTracer>> attach(
+        const ServerTarget &target, const StatementTracerOptions &opts,
+        std::function<void(const Statement &)> sink);
+    ~StatementTracer();
+    bpf::RingSet &rings() { return *rings_; }
+    uint64_t undecodable() const { return undecodable_; }
+    // Probes attached now (statements + stages).
+    size_t probe_count() const { return links_.size() + stage_probes_; }
+    size_t stage_probe_count() const { return stage_probes_; }
+    // Removes the exact stage probes; statements go on being traced.
+    void detach_stages();
+
+    // The stage name at server address `addr` (a THD::proc_info value),
+    // read once from the server's memory.
+    std::string stage_name_at(uint64_t addr);
+
+  private:
+    StatementTracer() = default;
+    ::server *skel_ = nullptr;
+    pid_t pid_ = 0;
+    std::unique_ptr<bpf::RingSet> rings_;
+    std::vector<bpf::Link> links_;
+    bpf::Fd stage_link_;  // one uprobe_multi link for every stage site
+    size_t stage_probes_ = 0;
+    std::vector<bpf::Fd> perf_fds_;
+    std::function<void(const Statement &)> sink_;
+    uint64_t undecodable_ = 0;
+    std::map<uint64_t, std::string> names_;
+};
+
+// The display name of a stage as SHOW PROFILE prints it ("Opening tables").
+std::string stage_event_name(const std::string &name);
+
+}  // namespace mysqltrace::server

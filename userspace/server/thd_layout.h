@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Offsets of the THD (and Diagnostics_area) fields the server tracer reads,
+// learnt from the code of a mariadbd build without debug info: the exported
+// accessors (thd_get_thread_id, thd_query_id, ...) and a few small methods
+// are walked with a symbolic register tracker, and the offsets are read off
+// the loads and stores they perform. Nothing here knows the numbers of a
+// particular build.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include <capstone/capstone.h>
+
+#include "elf/elf_file.h"
+#include "util/result.h"
+
+namespace mysqltrace::server {
+
+struct ThdLayout {  // -1 = not found
+    int64_t thread_id = -1;
+    int64_t query_id = -1;
+    int64_t lex = -1;              // LEX *
+    int64_t lex_sql_command = -1;  // in LEX
+    int64_t db = -1;               // LEX_CSTRING {str, length}
+    int64_t stmt_da = -1;          // Diagnostics_area *
+    int64_t da_errno = -1;         // the rest are in Diagnostics_area
+    int64_t da_sqlstate = -1;
+    int64_t da_message = -1;
+    int64_t da_status = -1;
+    int64_t da_affected_rows = -1;
+    int64_t sent_row_count = -1;
+    int64_t examined_row_count = -1;
+    int64_t proc_info = -1;  // const char *: the current stage's name
+    int64_t stage_key = -1;  // PSI_stage_key of the current stage
+};
+
+// Errors only when thread_id cannot be found; any other field whose code
+// pattern does not match stays -1.
+Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file);
+
+// PSI_stage_info_v1 {unsigned m_key; const char *m_name; int m_flags}: an
+// ABI of the performance schema interface, not of a build.
+inline constexpr int64_t kPsiStageKey = 0;
+inline constexpr int64_t kPsiStageName = 8;
+
+// ---- Shared with stage_sites.cpp: symbolic values of registers. ----
+
+// What a register holds while straight-line code is walked:
+// base, then for each load "add loads[i] and dereference", then + add.
+// E.g. thd_sql_command(THD *thd) returns *(*(arg0 + 0x58) + 8).
+struct SymValue {
+    static constexpr int8_t kUnknown = -1;  // bases 0..5: the SysV argument registers
+    static constexpr int8_t kAbsolute = 6;  // a link-time address (rip-relative)
+    static constexpr int8_t kConstant = 7;  // an immediate
+
+    int8_t base = kUnknown;
+    uint8_t depth = 0;
+    std::array<int64_t, 3> loads{};
+    int64_t add = 0;
+    uint64_t origin = 0;  // the instruction that produced the root value
+
+    bool known() const { return base != kUnknown; }
+    // `b + *off`, with no load.
+    bool is_arg(int8_t b, int64_t *off = nullptr) const;
+    // `*(b + loads[0])`, `*(*(b + loads[0]) + loads[1])`, ... with nothing added after.
+    bool is_load(int8_t b, uint8_t d) const { return base == b && depth == d && add == 0; }
+};
+
+struct SymStore {
+    SymValue address;  // where it writes
+    SymValue value;    // what it writes
+    int slot = -1;     // base register of the memory operand (register slot, see reg_slot)
+    int64_t disp = 0;
+    uint8_t size = 0;
+};
+
+// Slot 0-15 of a general-purpose register (any width), or -1.
+int reg_slot(x86_reg r);
+const char *slot_name(int slot);  // "rax".."r15"
+
+class RegisterState {
+  public:
+    void clear() { regs_.fill(SymValue{}); }
+    void set_arguments();  // rdi, rsi, rdx, rcx, r8, r9 = arguments 0-5
+    SymValue get(x86_reg r) const;
+    // The address a memory operand designates (unknown with an index register).
+    SymValue address_of(const cs_insn &insn, const x86_op_mem &m) const;
+    // The store `insn` (decoded in detail mode) performs, if it is a mov to memory.
+    std::optional<SymStore> store_of(const cs_insn &insn) const;
+    // Applies `insn` to the registers.
+    void step(const cs_insn &insn);
+
+  private:
+    void set(x86_reg r, SymValue v);
+    std::array<SymValue, 16> regs_{};
+};
+
+}  // namespace mysqltrace::server

@@ -50,8 +50,10 @@ __u32 exact_stages = 0;
 __u32 sampled_stages = 0;
 // Set when server_switch is attached: CPU time comes from its clock.
 __u32 switch_clock = 0;
-// Only statements of this connection id (0: all).
+// Only statements of this connection id (0: all), and of at least this
+// duration: filtered here, so skipped statements cost no record.
 __u64 only_thread_id = 0;
+__u64 min_duration_ns = 0;
 
 // enum_server_command values whose text is not in the packet.
 #define COM_QUERY 3
@@ -199,6 +201,8 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     long len;
 
     st->active = 0;
+    if (min_duration_ns && bpf_ktime_get_ns() - st->ev.start_ns < min_duration_ns)
+        return;
     if (only_thread_id && read_u64(thd, off_thread_id) != only_thread_id)
         return;
     if (mt_scratch_claim(&slot))

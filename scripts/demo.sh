@@ -49,12 +49,22 @@ banner "A throwaway MariaDB server"
 eval "$("$sandbox" start "$work/server")"
 echo "mariadbd pid $MT_PID, socket $MT_SOCKET, port $MT_PORT"
 
-banner "mysqltrace server --pid $MT_PID: every command the server dispatches"
+banner "mysqltrace server --pid $MT_PID: every statement, its outcome and where its time went"
+# Default: statements with performance_schema's columns, and sampled stages
+# (a CPU timer and the scheduler's switches) summed per statement class at the end.
 start_tracer server --pid "$MT_PID" --duration 4
 client -e "CREATE DATABASE demo; CREATE TABLE demo.t (id INT PRIMARY KEY, name VARCHAR(20));
            INSERT INTO demo.t VALUES (1, 'alpha'), (2, 'beta');"
 client demo -e "SELECT name FROM t WHERE id = 2; SELECT COUNT(*) FROM t;" >/dev/null
 client demo -e "SELECT * FROM missing_table" 2>/dev/null || true
+client -e "SELECT SLEEP(0.3)" >/dev/null
+finish_tracer
+
+banner "mysqltrace server --stages exact --format profile: SHOW PROFILE, without touching the session"
+# Every stage transition (one probe per stage site, found in the binary),
+# with per-thread CPU and context switches; --max-statements bounds the window.
+start_tracer server --pid "$MT_PID" --stages exact --format profile --max-statements 20 --duration 3
+client demo -e "SELECT name FROM t WHERE name LIKE 'b%' ORDER BY id" >/dev/null
 finish_tracer
 
 banner "mysqltrace client --pid: the WL#6226 protocol trace of a running Python client"

@@ -559,6 +559,44 @@ TEST_F(ServerTrace, AttachDetachUnderLoadLeavesTheServerHealthy) {
     mysql_close(m);
 }
 
+TEST_F(ServerTrace, FiltersByConnectionDurationAndSchema) {
+    MYSQL *a = connect();
+    MYSQL *b = connect();
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    const unsigned long ida = mysql_thread_id(a), idb = mysql_thread_id(b);
+    ASSERT_EQ(mysql_select_db(b, "mysql"), 0);
+    const std::string by_id = out_path_ + ".id", by_time = out_path_ + ".time",
+                      by_db = out_path_ + ".db";
+    auto t1 = start_tracer({"--thread-id", std::to_string(ida), "--stages", "off", "--format",
+                            "json", "--output", by_id});
+    auto t2 = start_tracer({"--min-duration", "100", "--format", "json", "--output", by_time});
+    auto t3 = start_tracer({"--db", "mysql", "--format", "json", "--output", by_db});
+    ASSERT_EQ(query(a, "select 'a1'"), 0u);
+    ASSERT_EQ(query(b, "select 'b1'"), 0u);
+    ASSERT_EQ(query(a, "select sleep(0.15), 'a2'"), 0u);
+    ASSERT_EQ(query(b, "select 'b2'"), 0u);
+    for (auto *t : {t1.get(), t2.get(), t3.get()}) {
+        auto r = t->stop(SIGINT);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+    auto texts = [&](const std::string &path) {
+        out_path_ = path;
+        std::vector<std::string> v;
+        for (const auto &s : rows("statement")) {
+            if (s["THREAD_ID"] == ida || s["THREAD_ID"] == idb) {
+                v.push_back(s["SQL_TEXT"]);
+            }
+        }
+        return v;
+    };
+    EXPECT_EQ(texts(by_id), (std::vector<std::string>{"select 'a1'", "select sleep(0.15), 'a2'"}));
+    EXPECT_EQ(texts(by_time), (std::vector<std::string>{"select sleep(0.15), 'a2'"}));
+    EXPECT_EQ(texts(by_db), (std::vector<std::string>{"select 'b1'", "select 'b2'"}));
+    mysql_close(a);
+    mysql_close(b);
+}
+
 TEST_F(ServerTrace, EventsArriveWhileTracing) {
     // Records must reach the output during the trace, not only when it ends
     // (producers batch their wakeups; the reader must still drain).

@@ -79,8 +79,8 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.stages = target->layout.proc_info < 0 ? server::StageMode::off : mode;
     opts.sample_hz = a.sample_hz;
     opts.only_thread_id = a.thread_id;
+    opts.min_duration_ns = static_cast<uint64_t>(a.min_duration_ms * 1e6);
     opts.ring.bytes_per_cpu = a.ring_kib << 10;
-    const uint64_t min_ns = static_cast<uint64_t>(a.min_duration_ms * 1e6);
     const auto started = std::chrono::steady_clock::now();
     auto maybe_detach = [&] {
         if (stages_detached || tracer_ptr == nullptr || tracer_ptr->stage_probe_count() == 0) {
@@ -99,7 +99,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     };
     auto tracer = server::StatementTracer::attach(*target, opts, [&](const server::Statement &st) {
         statements++;
-        if (st.end_ns - st.start_ns < min_ns || (!a.db.empty() && st.db != a.db)) {
+        if (!a.db.empty() && st.db != a.db) {
             return;
         }
         shown++;

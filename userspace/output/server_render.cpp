@@ -342,6 +342,9 @@ std::string ServerRenderer::summary() {
     }
     std::sort(order.begin(), order.end(),
               [](const auto &a, const auto &b) { return a.second->wait_ns > b.second->wait_ns; });
+    if (!order.empty() && format_ != ServerFormat::json) {
+        out += "\n---- where the time went, by statement class and stage (sampled) ----\n";
+    }
     for (const auto &[key, c] : order) {
         const std::string digest = key.substr(key.find('\x1f') + 1);
         // On-CPU time per stage is estimated from samples, off-CPU time is

@@ -247,6 +247,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         return make_error(err, "cannot load the server BPF programs");
     }
     t->skel_->bss->only_thread_id = opts.only_thread_id;
+    t->skel_->bss->min_duration_ns = opts.min_duration_ns;
     StatementTracer *self = t.get();
     auto rings =
         bpf::RingSet::create(t->skel_->obj, opts.ring, [self](std::span<const uint8_t> rec) {

@@ -52,8 +52,9 @@ enum class StageMode { off, sampled, exact, traps };
 struct StatementTracerOptions {
     uint32_t max_sql = 65536;
     StageMode stages = StageMode::sampled;
-    uint32_t sample_hz = 997;     // per CPU, sampled mode
-    uint64_t only_thread_id = 0;  // 0: every connection
+    uint32_t sample_hz = 997;      // per CPU, sampled mode
+    uint64_t only_thread_id = 0;   // 0: every connection
+    uint64_t min_duration_ns = 0;  // shorter statements are dropped in the kernel
     bpf::RingOptions ring;
 };
 

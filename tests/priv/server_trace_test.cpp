@@ -597,6 +597,36 @@ TEST_F(ServerTrace, FiltersByConnectionDurationAndSchema) {
     mysql_close(b);
 }
 
+// Builds without the end-of-command stage site end statements with a return
+// probe on dispatch_command; forced here on the tested build.
+TEST_F(ServerTrace, ReturnProbeEndsStatementsWhenTheSiteIsMissing) {
+    MYSQL *m = connect(CLIENT_MULTI_STATEMENTS);
+    ASSERT_NE(m, nullptr);
+    const unsigned long id = mysql_thread_id(m);
+    BackgroundCommand tracer({"/usr/bin/env", "MYSQLTRACE_SERVER_END=return", MYSQLTRACE_BINARY,
+                              "server", "--pid", std::to_string(server_->pid()), "--format", "json",
+                              "--output", out_path_});
+    ASSERT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop"));
+    ASSERT_EQ(query(m, "select 1; select 2"), 0u);
+    EXPECT_EQ(query(m, "select * from mysql.no_such_table"), 1146u);
+    mysql_close(m);
+    wait_gone(id);
+    auto r = tracer.stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("a return probe on dispatch_command ends statements"), std::string::npos)
+        << r.err;
+    auto evs = rows("statement", id);
+    ASSERT_EQ(evs.size(), 4u);
+    EXPECT_EQ(evs[0]["SQL_TEXT"], "select 1");
+    EXPECT_EQ(evs[1]["SQL_TEXT"], "select 2");
+    EXPECT_EQ(evs[1]["ROWS_SENT"], 1);
+    EXPECT_EQ(evs[2]["MYSQL_ERRNO"], 1146);
+    EXPECT_EQ(evs[3]["EVENT_NAME"], "statement/com/Quit");
+    for (const auto &e : evs) {
+        EXPECT_FALSE(e.contains("end")) << e.dump();  // each one's end was seen
+    }
+}
+
 TEST_F(ServerTrace, EventsArriveWhileTracing) {
     // Records must reach the output during the trace, not only when it ends
     // (producers batch their wakeups; the reader must still drain).

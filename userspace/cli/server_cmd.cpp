@@ -43,7 +43,17 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         std::cerr << "mysqltrace: " << target.error().message << "\n";
         return kExitFailure;
     }
-    const auto mode = stage_mode(a.stages);
+    auto mode = stage_mode(a.stages);
+    if (target->end_is_return) {
+        std::cerr << "mysqltrace: no end-of-command stage site in this build: a return probe on "
+                     "dispatch_command ends statements (dearer)\n";
+    }
+    if ((mode == server::StageMode::exact || mode == server::StageMode::traps) &&
+        target->stages.empty()) {
+        std::cerr << "mysqltrace: no stage sites found in this build (the inlined "
+                     "THD::enter_stage pattern): stages are sampled instead\n";
+        mode = server::StageMode::sampled;
+    }
     if (mode != server::StageMode::off && target->layout.proc_info < 0) {
         std::cerr << "mysqltrace: cannot find THD::proc_info in this build: stages are off\n";
     }

@@ -34,6 +34,7 @@ struct ServerTarget {
     elf::ProbeSite dispatch_site;  // dispatch_command entry
     elf::ProbeSite parse_site;     // mysql_parse entry
     uint64_t end_offset = 0;       // the end-of-command stage site (file offset)
+    bool end_is_return = false;    // no such site: a return probe on dispatch_command
     ThdLayout layout;
     // Every stage site found (exact mode): those that name their stage, then
     // those whose stage is read from the THD when they fire.

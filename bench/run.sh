@@ -9,8 +9,12 @@ if [ "${1:-}" = "--smoke" ]; then
   "$build/bench/decoder_bench" 0.3
   echo
   "$root/bench/overhead.sh" --build "$build" --rounds 1 --seconds 2
+  echo
+  "$root/bench/server.sh" --build "$build" --rounds 1 --seconds 2 --workloads oltp_point_select
 else
   "$build/bench/decoder_bench" 3
   echo
   "$root/bench/overhead.sh" --build "$build" --rounds 3 --seconds 8
+  echo
+  "$root/bench/server.sh" --build "$build" --rounds 3 --seconds 8
 fi

@@ -43,6 +43,11 @@ const volatile __u32 sample_period_us = 0;
 const volatile __u32 starting_site = ~0u;
 // Sites from this index on enter a stage known only at run time.
 const volatile __u32 first_dynamic_site = ~0u;
+// From cond_site on: entries of THD::enter_cond(cond, mutex, stage, ...),
+// from exit_cond_site on: of THD::exit_cond(stage, ...). The stage is an
+// argument there, about to become THD::proc_info.
+const volatile __u32 cond_site = ~0u;
+const volatile __u32 exit_cond_site = ~0u;
 
 // Switched by userspace while tracing: exact stage probes detach after
 // --max-statements, and the records say which statements had them.
@@ -50,12 +55,18 @@ __u32 exact_stages = 0;
 __u32 sampled_stages = 0;
 // Set when server_switch is attached: CPU time comes from its clock.
 __u32 switch_clock = 0;
+// Waits: syscall tracepoints are attached; text_lo/hi: the server's code,
+// where futex callers are looked for on the stack.
+const volatile __u64 text_lo = 0;
+const volatile __u64 text_hi = 0;
+
 // Only statements of this connection id (0: all), and of at least this
 // duration: filtered here, so skipped statements cost no record.
 __u64 only_thread_id = 0;
 __u64 min_duration_ns = 0;
 
 // enum_server_command values whose text is not in the packet.
+#define COM_QUIT 1
 #define COM_QUERY 3
 #define COM_STMT_PREPARE 22
 #define COM_STMT_EXECUTE 23
@@ -76,6 +87,13 @@ struct thread_state {
     // only brought up to date at ticks and switches.
     __u64 cpu_acc;
     __u64 on_since;  // 0: off CPU (or not yet seen on it)
+    // The syscall in progress that may be a wait.
+    __u64 sc_start;
+    __u64 sc_object;
+    __u64 sc_value;
+    __u64 sc_caller;
+    __u32 sc_kind;  // 0: none
+    __u32 sc_flags;
     __u32 active;
     __u32 parses;   // mysql_parse calls of the current command
     __u32 arg_len;  // bytes in arg[]
@@ -412,8 +430,13 @@ int server_command_end(struct pt_regs *ctx) {
     if (!traced())
         return 0;
     st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
-    if (st && st->active)
+    if (st && st->active) {
         end_statement(st, MT_STMT_ENDED, 0);
+        // After COM_QUIT the thread waits for a new connection: none of its
+        // waits belong to this THD any more.
+        if (st->ev.command == COM_QUIT)
+            st->thd = 0;
+    }
     return 0;
 }
 
@@ -440,7 +463,23 @@ int server_stage(struct pt_regs *ctx) {
         return 0;
     }
     site = (__u32)bpf_get_attach_cookie(ctx);
-    if (site >= first_dynamic_site) {
+    if (site >= cond_site) {
+        // Two plain loads: clang may not merge them into one ctx access at
+        // a computed offset, which the verifier refuses.
+        __u64 arg2 = PT_REGS_PARM2(ctx);
+        __u64 arg4 = PT_REGS_PARM4(ctx);
+        __u64 info;
+
+        barrier_var(arg2);
+        barrier_var(arg4);
+        info = site >= exit_cond_site ? arg2 : arg4;
+
+        if (!info)
+            return 0;                       // no stage change
+        stage = read_u64((void *)info, 8);  // PSI_stage_info::m_name
+        if (!stage)
+            return 0;
+    } else if (site >= first_dynamic_site) {
         // Restoring a saved stage that had no name leaves no stage, as
         // SHOW PROFILE also skips it.
         stage = current_stage(st);
@@ -522,6 +561,169 @@ int BPF_PROG(server_switch, bool preempt, struct task_struct *prev, struct task_
             }
         }
     }
+    return 0;
+}
+
+// ---- Waits ----
+
+// x86-64 syscall numbers.
+#define NR_read 0
+#define NR_write 1
+#define NR_close 3
+#define NR_poll 7
+#define NR_pread64 17
+#define NR_pwrite64 18
+#define NR_readv 19
+#define NR_writev 20
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+#define NR_fsync 74
+#define NR_fdatasync 75
+#define NR_futex 202
+#define NR_openat 257
+#define NR_ppoll 271
+
+#define FUTEX_WAIT 0
+#define FUTEX_LOCK_PI 6
+#define FUTEX_WAIT_BITSET 9
+#define FUTEX_LOCK_PI2 13
+#define FUTEX_CMD_MASK 0x7f
+
+static __always_inline __u32 wait_kind(long nr) {
+    switch (nr) {
+        case NR_futex:
+            return MT_WAIT_FUTEX;
+        case NR_read:
+        case NR_pread64:
+        case NR_readv:
+            return MT_WAIT_READ;
+        case NR_write:
+        case NR_pwrite64:
+        case NR_writev:
+            return MT_WAIT_WRITE;
+        case NR_fsync:
+        case NR_fdatasync:
+            return MT_WAIT_SYNC;
+        case NR_openat:
+            return MT_WAIT_OPEN;
+        case NR_close:
+            return MT_WAIT_CLOSE;
+        case NR_poll:
+        case NR_ppoll:
+            return MT_WAIT_POLL;
+        case NR_recvfrom:
+        case NR_recvmsg:
+            return MT_WAIT_RECV;
+        case NR_sendto:
+        case NR_sendmsg:
+            return MT_WAIT_SEND;
+    }
+    return 0;
+}
+
+// The first return address into the server's code above the user stack
+// pointer: glibc's lock code keeps no frame pointer, so the caller of
+// pthread_mutex_lock is found by scanning, not by walking frames.
+#define CALLER_SCAN 128
+
+struct scan_buf {
+    __u64 words[CALLER_SCAN];
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct scan_buf);
+} scan SEC(".maps");
+
+static __always_inline __u64 server_caller(struct pt_regs *regs) {
+    __u64 sp = BPF_CORE_READ(regs, sp);
+    struct scan_buf *b;
+    __u32 zero = 0;
+
+    // Syscall tracepoints run with preemption on: the buffer may be shared
+    // with another task on this CPU, which costs at worst a wrong caller.
+    b = bpf_map_lookup_elem(&scan, &zero);
+    if (!b || bpf_probe_read_user(b->words, sizeof(b->words), (void *)sp))
+        return 0;
+    for (int i = 0; i < CALLER_SCAN; i++) {
+        __u64 w = b->words[i];
+
+        if (w >= text_lo && w < text_hi)
+            return w;
+    }
+    return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(server_sys_enter, struct pt_regs *regs, long id) {
+    struct thread_state *st;
+    __u32 kind, op;
+
+    if (!traced())
+        return 0;
+    kind = wait_kind(id);
+    if (!kind)
+        return 0;
+    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    if (!st || !st->thd)
+        return 0;  // not a connection thread (yet)
+    st->sc_flags = st->active ? MT_WAIT_IN_STATEMENT : 0;
+    st->sc_value = 0;
+    st->sc_caller = 0;
+    if (kind == MT_WAIT_FUTEX) {
+        op = (__u32)BPF_CORE_READ(regs, si) & FUTEX_CMD_MASK;
+        if (op != FUTEX_WAIT && op != FUTEX_WAIT_BITSET && op != FUTEX_LOCK_PI &&
+            op != FUTEX_LOCK_PI2) {
+            st->sc_kind = 0;  // a wake: never blocks
+            return 0;
+        }
+        st->sc_object = BPF_CORE_READ(regs, di);
+        st->sc_value = (__u32)BPF_CORE_READ(regs, dx);
+        if (BPF_CORE_READ(regs, r10))
+            st->sc_flags |= MT_WAIT_TIMED;
+        st->sc_caller = server_caller(regs);
+    } else {
+        st->sc_object = (__u32)BPF_CORE_READ(regs, di);  // the fd
+    }
+    st->sc_kind = kind;
+    st->sc_start = bpf_ktime_get_ns();
+    return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(server_sys_exit, struct pt_regs *regs, long ret) {
+    struct mt_server_wait_event *ev;
+    struct thread_state *st;
+    void *ring;
+
+    if (!traced())
+        return 0;
+    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    if (!st || !st->sc_kind)
+        return 0;
+    ev = mt_reserve(&ring, MT_EV_SERVER_WAIT, sizeof(*ev));
+    if (ev) {
+        ev->start_ns = st->sc_start;
+        ev->thread_id = read_u64(st->thd, off_thread_id);
+        ev->object = st->sc_kind == MT_WAIT_OPEN && ret >= 0 ? (__u64)ret : st->sc_object;
+        ev->bytes = (st->sc_kind == MT_WAIT_READ || st->sc_kind == MT_WAIT_WRITE ||
+                     st->sc_kind == MT_WAIT_RECV || st->sc_kind == MT_WAIT_SEND) &&
+                            ret > 0
+                        ? (__u64)ret
+                        : 0;
+        ev->caller = st->sc_caller;
+        ev->value = st->sc_value;
+        ev->kind = st->sc_kind;
+        ev->flags = st->sc_flags;
+        ev->ret = ret < 0 ? (__s32)ret : 0;
+        ev->_pad0 = 0;
+        mt_submit(ring, ev, sizeof(*ev));
+    }
+    st->sc_kind = 0;
     return 0;
 }
 

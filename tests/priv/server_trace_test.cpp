@@ -627,6 +627,157 @@ TEST_F(ServerTrace, ReturnProbeEndsStatementsWhenTheSiteIsMissing) {
     }
 }
 
+// The wait events of the statement with this text, and the statement.
+std::vector<json> waits_of(const std::vector<json> &all, const std::string &sql, json *stmt) {
+    for (const auto &e : all) {
+        if (e["kind"] == "statement" && e["SQL_TEXT"] == sql) {
+            *stmt = e;
+        }
+    }
+    std::set<uint64_t> ids;  // the statement and its stages
+    if (!stmt->is_null()) {
+        ids.insert((*stmt)["EVENT_ID"].get<uint64_t>());
+    }
+    std::vector<json> out;
+    for (const auto &e : all) {
+        if (stmt->is_null() || e["THREAD_ID"] != (*stmt)["THREAD_ID"]) {
+            continue;
+        }
+        if (e["kind"] == "stage" && ids.count(e["NESTING_EVENT_ID"].get<uint64_t>())) {
+            ids.insert(e["EVENT_ID"].get<uint64_t>());
+        }
+        if (e["kind"] == "wait" && !e["NESTING_EVENT_ID"].is_null() &&
+            ids.count(e["NESTING_EVENT_ID"].get<uint64_t>())) {
+            out.push_back(e);
+        }
+    }
+    return out;
+}
+
+TEST_F(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
+    ASSERT_TRUE(server_
+                    ->query("create database mt_db; create table mt_db.t (a int primary key, "
+                            "b text) engine=InnoDB; insert into mt_db.t values (1, 'x')")
+                    .ok());
+    MYSQL *holder = connect();
+    MYSQL *waiter = connect();
+    ASSERT_NE(holder, nullptr);
+    ASSERT_NE(waiter, nullptr);
+    auto tracer =
+        start_tracer({"--waits", "--stages", "exact", "--format", "json", "--output", out_path_});
+    // Uncontended statements: no synchronisation waits.
+    for (int i = 0; i < 20; i++) {
+        ASSERT_EQ(query(waiter, "select b from mt_db.t where a = 1"), 0u);
+    }
+    // A table lock held for 300 ms: the other connection's select waits.
+    ASSERT_EQ(query(holder, "lock tables mt_db.t write"), 0u);
+    std::thread blocked([&] { EXPECT_EQ(query(waiter, "select count(*) from mt_db.t"), 0u); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_EQ(query(holder, "unlock tables"), 0u);
+    blocked.join();
+    // A commit: InnoDB writes and syncs its log in the committing thread.
+    ASSERT_EQ(query(waiter, "insert into mt_db.t values (2, repeat('y', 5000))"), 0u);
+    // 200 ms of the client thinking: the server thread is idle.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_EQ(query(waiter, "select 'after idle'"), 0u);
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(" 0 records dropped;"), std::string::npos) << r.err;
+
+    std::vector<json> all;
+    {
+        std::ifstream in(out_path_);
+        for (std::string line; std::getline(in, line);) {
+            all.push_back(json::parse(line));
+        }
+    }
+    json st;
+    for (const auto &w : waits_of(all, "select b from mt_db.t where a = 1", &st)) {
+        EXPECT_NE(w["EVENT_NAME"].get<std::string>().rfind("wait/synch/", 0), 0u) << w.dump();
+    }
+    ASSERT_FALSE(st.is_null());
+
+    json blocked_st;
+    auto lock_waits = waits_of(all, "select count(*) from mt_db.t", &blocked_st);
+    ASSERT_FALSE(blocked_st.is_null());
+    const json *lock = nullptr;
+    for (const auto &w : lock_waits) {
+        if (w["EVENT_NAME"].get<std::string>().rfind("wait/synch/cond/sql/", 0) == 0 &&
+            w["TIMER_WAIT"].get<uint64_t>() > 200'000'000'000ull) {
+            lock = &w;
+        }
+    }
+    ASSERT_NE(lock, nullptr) << blocked_st.dump();
+    EXPECT_EQ((*lock)["OPERATION"], "timed_wait");
+    EXPECT_LE((*lock)["TIMER_WAIT"].get<uint64_t>(), blocked_st["TIMER_WAIT"].get<uint64_t>());
+    EXPECT_GT((*lock)["OBJECT_INSTANCE_BEGIN"].get<uint64_t>(), 0u);
+    // It nests in the stage the statement was waiting in.
+    EXPECT_EQ((*lock)["NESTING_EVENT_TYPE"], "STAGE");
+    for (const auto &e : all) {
+        if (e["kind"] == "stage" && e["EVENT_ID"] == (*lock)["NESTING_EVENT_ID"] &&
+            e["THREAD_ID"] == blocked_st["THREAD_ID"]) {
+            EXPECT_EQ(e["EVENT_NAME"], "stage/sql/Waiting for table metadata lock");
+        }
+    }
+
+    json insert_st;
+    bool log_sync = false, log_write = false;
+    for (const auto &w :
+         waits_of(all, "insert into mt_db.t values (2, repeat('y', 5000))", &insert_st)) {
+        if (w["EVENT_NAME"] == "wait/io/file/innodb/innodb_log_file") {
+            EXPECT_NE(w["OBJECT_NAME"].get<std::string>().find("ib_logfile"), std::string::npos);
+            EXPECT_EQ(w["OBJECT_TYPE"], "FILE");
+            log_sync |= w["OPERATION"] == "sync";
+            if (w["OPERATION"] == "write") {
+                log_write = true;
+                EXPECT_GT(w["NUMBER_OF_BYTES"].get<uint64_t>(), 5000u);
+            }
+        }
+    }
+    ASSERT_FALSE(insert_st.is_null());
+    EXPECT_TRUE(log_sync);
+    EXPECT_TRUE(log_write);
+
+    // The reply of a statement goes out in it; the time before the next
+    // command is idle, outside any statement.
+    json last;
+    bool sent = false;
+    for (const auto &w : waits_of(all, "select 'after idle'", &last)) {
+        if (w["EVENT_NAME"] == "wait/io/socket/sql/client_connection" && w["OPERATION"] == "send") {
+            sent = true;
+            EXPECT_GT(w["NUMBER_OF_BYTES"].get<uint64_t>(), 0u);
+        }
+    }
+    EXPECT_TRUE(sent) << last.dump();
+    bool idle = false;
+    for (const auto &e : all) {
+        if (e["kind"] == "wait" && e["EVENT_NAME"] == "idle" &&
+            e["THREAD_ID"] == last["THREAD_ID"] && e["NESTING_EVENT_ID"].is_null() &&
+            e["TIMER_WAIT"].get<uint64_t>() > 150'000'000'000ull &&
+            e["TIMER_END"].get<uint64_t>() <= last["TIMER_START"].get<uint64_t>()) {
+            idle = true;
+        }
+    }
+    EXPECT_TRUE(idle);
+    // The summary: one row per event name.
+    std::map<std::string, uint64_t> counted;
+    for (const auto &e : all) {
+        if (e["kind"] == "wait") {
+            counted[e["EVENT_NAME"]]++;
+        }
+    }
+    size_t summaries = 0;
+    for (const auto &e : all) {
+        if (e["kind"] == "wait_summary") {
+            summaries++;
+            EXPECT_EQ(e["COUNT_STAR"], counted[e["EVENT_NAME"]]) << e.dump();
+        }
+    }
+    EXPECT_EQ(summaries, counted.size());
+    mysql_close(holder);
+    mysql_close(waiter);
+}
+
 TEST_F(ServerTrace, EventsArriveWhileTracing) {
     // Records must reach the output during the trace, not only when it ends
     // (producers batch their wakeups; the reader must still drain).

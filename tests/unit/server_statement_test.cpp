@@ -277,3 +277,41 @@ TEST(ServerRender, SampledSharesPerStatementClass) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ServerWaits, FileEventNamesFollowTheServersInstruments) {
+    using mysqltrace::server::file_event_name;
+    EXPECT_EQ(file_event_name("/var/lib/mysql/ib_logfile0"), "wait/io/file/innodb/innodb_log_file");
+    EXPECT_EQ(file_event_name("/var/lib/mysql/ibdata1"), "wait/io/file/innodb/innodb_data_file");
+    EXPECT_EQ(file_event_name("/var/lib/mysql/db/t.ibd"), "wait/io/file/innodb/innodb_data_file");
+    EXPECT_EQ(file_event_name("/var/lib/mysql/undo001"), "wait/io/file/innodb/innodb_data_file");
+    EXPECT_EQ(file_event_name("/var/lib/mysql/ibtmp1"), "wait/io/file/innodb/innodb_temp_file");
+    EXPECT_EQ(file_event_name("/var/lib/mysql/db/t.frm"), "wait/io/file/sql/FRM");
+    EXPECT_EQ(file_event_name("/var/lib/mysql/mysql-bin.000001"), "wait/io/file/sql/binlog");
+    EXPECT_EQ(file_event_name("/var/lib/mysql/aria_log.00000001"), "wait/io/file/aria/log");
+    EXPECT_EQ(file_event_name("/var/lib/mysql/ddl_recovery.log"), "wait/io/file/sql/misc");
+}
+
+TEST(ServerWaits, DecodeRejectsOtherRecords) {
+    mt_server_wait_event ev{};
+    ev.hdr.type = MT_EV_SERVER_WAIT;
+    ev.hdr.size = sizeof(ev);
+    ev.hdr.ts_ns = 200;
+    ev.start_ns = 100;
+    ev.kind = MT_WAIT_SYNC;
+    ev.object = 7;
+    std::vector<uint8_t> rec(sizeof(ev));
+    std::memcpy(rec.data(), &ev, sizeof(ev));
+    mysqltrace::server::Wait w;
+    ASSERT_TRUE(mysqltrace::server::decode_wait(rec, &w));
+    EXPECT_EQ(w.end_ns, 200u);
+    EXPECT_EQ(w.object, 7u);
+    ev.kind = 99;
+    std::memcpy(rec.data(), &ev, sizeof(ev));
+    EXPECT_FALSE(mysqltrace::server::decode_wait(rec, &w));
+    rec.pop_back();
+    EXPECT_FALSE(mysqltrace::server::decode_wait(rec, &w));
+}
+
+}  // namespace

@@ -23,6 +23,7 @@ struct ServerArgs : TraceArgs {
     uint64_t thread_id = 0;
     uint64_t max_statements = 0;
     double stage_duration = 0;
+    bool waits = false;
     double min_duration_ms = 0;
     std::string db;
 };
@@ -66,6 +67,16 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                   << ", proc_info +0x" << l.proc_info << ", stmt_da +0x" << l.stmt_da << std::dec
                   << "; " << target->stages.size() << " stage sites\n";
     }
+    if (g.verbose > 1) {
+        for (size_t i = 0; i < target->stages.size(); i++) {
+            const auto &st = target->stages[i];
+            std::cerr << "mysqltrace: stage site " << i << " at 0x" << std::hex << st.probe_offset
+                      << std::dec << ": "
+                      << (st.stage_name.empty() ? "(stage read at run time)" : st.stage_name)
+                      << " in " << (st.function.empty() ? "?" : st.function) << " "
+                      << st.source_file << ":" << st.source_line << "\n";
+        }
+    }
     auto out = output::OutputFile::open(a.output);
     if (!out) {
         std::cerr << "mysqltrace: " << out.error().message << "\n";
@@ -91,6 +102,41 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.only_thread_id = a.thread_id;
     opts.min_duration_ns = static_cast<uint64_t>(a.min_duration_ms * 1e6);
     opts.ring.bytes_per_cpu = a.ring_kib << 10;
+    opts.waits = a.waits;
+    server::WaitNamer namer(a.pid, target->file, target->load_bias);
+    // Waits that began in a statement wait for it (its record comes at its
+    // end); those of statements filtered out are dropped with them.
+    std::map<uint32_t, std::vector<output::NamedWait>> pending;
+    uint64_t waits = 0;
+    auto take_waits = [&](const server::Statement &st) {
+        std::vector<output::NamedWait> mine;
+        auto it = pending.find(st.tid);
+        if (it == pending.end()) {
+            return mine;
+        }
+        for (auto &w : it->second) {
+            if (w.wait.start_ns >= st.start_ns && w.wait.start_ns <= st.end_ns) {
+                mine.push_back(std::move(w));
+            }
+        }
+        pending.erase(it);
+        return mine;
+    };
+    auto on_wait = [&](const server::Wait &w) {
+        if (a.thread_id && w.thread_id != a.thread_id) {
+            return;
+        }
+        output::NamedWait nw{w, namer.name(w)};
+        if (!nw.name.report) {
+            return;
+        }
+        waits++;
+        if (w.in_statement()) {
+            pending[w.tid].push_back(std::move(nw));
+        } else {
+            o.write(render.wait(nw));
+        }
+    };
     const auto started = std::chrono::steady_clock::now();
     auto maybe_detach = [&] {
         if (stages_detached || tracer_ptr == nullptr || tracer_ptr->stage_probe_count() == 0) {
@@ -107,8 +153,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                       << " probes)\n";
         }
     };
-    auto tracer = server::StatementTracer::attach(*target, opts, [&](const server::Statement &st) {
+    auto on_statement = [&](const server::Statement &st) {
         statements++;
+        auto mine = take_waits(st);
         if (!a.db.empty() && st.db != a.db) {
             return;
         }
@@ -116,9 +163,10 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         failed += st.failed() ? 1 : 0;
         with_stages += st.stages.empty() ? 0 : 1;
         per_name[server::statement_event_name(st)]++;
-        o.write(render.statement(st));
+        o.write(render.statement(st, mine));
         maybe_detach();
-    });
+    };
+    auto tracer = server::StatementTracer::attach(*target, opts, on_statement, on_wait);
     if (!tracer) {
         std::cerr << "mysqltrace: " << tracer.error().message << "\n";
         return kExitFailure;
@@ -153,6 +201,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     if (failed) {
         totals += ", " + std::to_string(failed) + " failed";
     }
+    if (a.waits) {
+        totals += ", " + std::to_string(waits) + " waits";
+    }
     std::string by_name;
     for (const auto &[name, n] : per_name) {
         by_name += (by_name.empty() ? " [" : ", ") + name + " " + std::to_string(n);
@@ -184,6 +235,10 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
                     "off: statements only; traps: exact's probes doing nothing (benchmarks)")
         ->check(CLI::IsMember({"sampled", "exact", "off", "traps"}))
         ->capture_default_str();
+    cmd->add_flag("--waits", a->waits,
+                  "Also waits, as performance_schema's events_waits: contended locks (futex "
+                  "waits), file and socket I/O, idle time between commands (syscall "
+                  "tracepoints on the server's threads)");
     cmd->add_option("--sample-hz", a->sample_hz, "Stage samples per second per CPU (sampled)")
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();

@@ -138,14 +138,23 @@ std::vector<ServerRenderer::StageRow> ServerRenderer::stage_rows(
     return rows;
 }
 
-std::string ServerRenderer::statement(const server::Statement &st) {
+std::string ServerRenderer::statement(const server::Statement &st,
+                                      const std::vector<NamedWait> &waits) {
     const auto rows = stage_rows(st);
     uint64_t &next = next_event_id_[st.thread_id];
     if (next == 0) {
         next = 1;
     }
     const uint64_t event_id = next;
-    next += 1 + rows.size();
+    next += 1 + rows.size() + waits.size();
+    for (const auto &w : waits) {
+        auto &t = wait_totals_[w.name.event_name];
+        const uint64_t ns = w.wait.end_ns - w.wait.start_ns;
+        t.count++;
+        t.sum_ns += ns;
+        t.min_ns = std::min(t.min_ns, ns);
+        t.max_ns = std::max(t.max_ns, ns);
+    }
 
     if (!st.samples.empty() || st.sample_period_us != 0) {
         auto &c = classes_[server::statement_event_name(st) + "\x1f" +
@@ -163,19 +172,87 @@ std::string ServerRenderer::statement(const server::Statement &st) {
             t.switches += s.switches;
         }
     }
+    last_.clear();
     switch (format_) {
         case ServerFormat::text:
-            return text_rows(st, rows, event_id);
-        case ServerFormat::json:
-            return json_rows(st, rows, event_id);
+            return text_rows(st, rows, waits);
+        case ServerFormat::json: {
+            json_rows(st, rows, waits, event_id);
+            std::string out;
+            for (const auto &j : last_) {
+                out += dump(j);
+            }
+            return out;
+        }
+        case ServerFormat::pfs_sql:
+            json_rows(st, rows, waits, event_id);
+            return "";
         case ServerFormat::profile:
             return profile_rows(st, rows);
     }
     return "";
 }
 
+std::string ServerRenderer::wait(const NamedWait &w) {
+    auto &t = wait_totals_[w.name.event_name];
+    const uint64_t ns = w.wait.end_ns - w.wait.start_ns;
+    t.count++;
+    t.sum_ns += ns;
+    t.min_ns = std::min(t.min_ns, ns);
+    t.max_ns = std::max(t.max_ns, ns);
+    last_.clear();
+    if (format_ != ServerFormat::json && format_ != ServerFormat::pfs_sql) {
+        return "";  // text and profile show waits inside statements only
+    }
+    uint64_t &next = next_event_id_[w.wait.thread_id];
+    if (next == 0) {
+        next = 1;
+    }
+    last_.push_back(wait_json(w, next++, nlohmann::ordered_json(), nullptr));
+    return format_ == ServerFormat::json ? dump(last_.back()) : "";
+}
+
+nlohmann::ordered_json ServerRenderer::wait_json(const NamedWait &w, uint64_t event_id,
+                                                 nlohmann::ordered_json nesting_id,
+                                                 const char *nesting_type) {
+    using J = nlohmann::ordered_json;
+    const auto &n = w.name;
+    J j;
+    j["kind"] = "wait";
+    j["pid"] = pid_;
+    j["tid"] = w.wait.tid;
+    j["THREAD_ID"] = w.wait.thread_id;
+    j["EVENT_ID"] = event_id;
+    j["END_EVENT_ID"] = event_id;
+    j["EVENT_NAME"] = n.event_name;
+    j["SOURCE"] = J();
+    j["TIMER_START"] = w.wait.start_ns * 1000;
+    j["TIMER_END"] = w.wait.end_ns * 1000;
+    j["TIMER_WAIT"] = (w.wait.end_ns - w.wait.start_ns) * 1000;
+    j["SPINS"] = J();
+    j["OBJECT_SCHEMA"] = J();
+    j["OBJECT_NAME"] = n.object_name.empty() ? J() : J(n.object_name);
+    j["INDEX_NAME"] = J();
+    j["OBJECT_TYPE"] = n.object_type.empty() ? J() : J(n.object_type);
+    j["OBJECT_INSTANCE_BEGIN"] = n.object_instance;
+    j["NESTING_EVENT_ID"] = nesting_id;
+    j["NESTING_EVENT_TYPE"] = nesting_type ? J(nesting_type) : J();
+    j["OPERATION"] = n.operation;
+    const bool io = n.object_type == "FILE" || n.event_name.rfind("wait/io/socket", 0) == 0;
+    j["NUMBER_OF_BYTES"] =
+        io && n.operation != "open" && n.operation != "close" && n.operation != "sync"
+            ? J(w.wait.bytes)
+            : J();
+    j["FLAGS"] = J();
+    if (w.wait.ret < 0) {
+        j["errno"] = -w.wait.ret;
+    }
+    return j;
+}
+
 std::string ServerRenderer::text_rows(const server::Statement &st,
-                                      const std::vector<StageRow> &rows, uint64_t) {
+                                      const std::vector<StageRow> &rows,
+                                      const std::vector<NamedWait> &waits) {
     const uint64_t rows_n = st.rows_sent ? st.rows_sent : st.rows_affected;
     char head[192];
     std::snprintf(
@@ -207,11 +284,18 @@ std::string ServerRenderer::text_rows(const server::Statement &st,
     if (st.stages_lost) {
         line += "    (" + std::to_string(st.stages_lost) + " more stages not kept)\n";
     }
+    for (const auto &w : waits) {
+        char buf[512];
+        std::snprintf(buf, sizeof(buf), "      ~ %-44s %10s %s%s%s\n", w.name.event_name.c_str(),
+                      duration(w.wait.end_ns - w.wait.start_ns).c_str(), w.name.operation.c_str(),
+                      w.name.object_name.empty() ? "" : " ", w.name.object_name.c_str());
+        line += buf;
+    }
     return line;
 }
 
-std::string ServerRenderer::json_rows(const server::Statement &st,
-                                      const std::vector<StageRow> &rows, uint64_t event_id) {
+void ServerRenderer::json_rows(const server::Statement &st, const std::vector<StageRow> &rows,
+                               const std::vector<NamedWait> &waits, uint64_t event_id) {
     nlohmann::ordered_json j;
     const auto used = st.begin.until(st.end);
     j["kind"] = "statement";
@@ -219,7 +303,7 @@ std::string ServerRenderer::json_rows(const server::Statement &st,
     j["tid"] = st.tid;
     j["THREAD_ID"] = st.thread_id;
     j["EVENT_ID"] = event_id;
-    j["END_EVENT_ID"] = event_id + rows.size() + 1;
+    j["END_EVENT_ID"] = event_id + rows.size() + waits.size() + 1;
     j["EVENT_NAME"] = server::statement_event_name(st);
     j["TIMER_START"] = st.start_ns * 1000;  // picoseconds, as performance_schema
     j["TIMER_END"] = st.end_ns * 1000;
@@ -265,15 +349,44 @@ std::string ServerRenderer::json_rows(const server::Statement &st,
                          {"switches", smp.switches}});
         }
     }
-    std::string out = dump(j);
+    last_.push_back(std::move(j));
+    // Nested events are numbered in the order they began, as the server
+    // numbers them; a wait nests in the stage it began in.
+    std::vector<std::pair<uint64_t, size_t>> order;  // start, index (stages, then waits)
+    for (size_t i = 0; i < rows.size(); i++) {
+        order.emplace_back(rows[i].start_ns, i);
+    }
+    for (size_t i = 0; i < waits.size(); i++) {
+        order.emplace_back(waits[i].wait.start_ns, rows.size() + i);
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto &a, const auto &b) { return a.first < b.first; });
+    std::vector<uint64_t> stage_ids(rows.size());
     uint64_t id = event_id;
-    for (const auto &r : rows) {
+    for (const auto &[start, i] : order) {
+        ++id;
+        if (i >= rows.size()) {
+            const auto &w = waits[i - rows.size()];
+            nlohmann::ordered_json nesting = event_id;
+            const char *type = "STATEMENT";
+            for (size_t k = 0; k < rows.size(); k++) {
+                if (stage_ids[k] && rows[k].start_ns <= w.wait.start_ns &&
+                    w.wait.start_ns < rows[k].end_ns) {
+                    nesting = stage_ids[k];
+                    type = "STAGE";
+                }
+            }
+            last_.push_back(wait_json(w, id, nesting, type));
+            continue;
+        }
+        const auto &r = rows[i];
+        stage_ids[i] = id;
         nlohmann::ordered_json s;
         s["kind"] = "stage";
         s["pid"] = pid_;
         s["tid"] = st.tid;
         s["THREAD_ID"] = st.thread_id;
-        s["EVENT_ID"] = ++id;
+        s["EVENT_ID"] = id;
         s["END_EVENT_ID"] = id;
         s["EVENT_NAME"] = server::stage_event_name(r.name);
         s["SOURCE"] = r.file.empty()
@@ -292,9 +405,8 @@ std::string ServerRenderer::json_rows(const server::Statement &st,
         s["Page_faults_minor"] = r.used.min_flt;
         s["Block_ops_in"] = r.used.read_bytes / 512;
         s["Block_ops_out"] = r.used.write_bytes / 512;
-        out += dump(s);
+        last_.push_back(std::move(s));
     }
-    return out;
 }
 
 std::string ServerRenderer::profile_rows(const server::Statement &st,
@@ -334,8 +446,48 @@ std::string ServerRenderer::profile_rows(const server::Statement &st,
     return out + "\n";
 }
 
-std::string ServerRenderer::summary() {
+std::string ServerRenderer::wait_summary() {
+    std::vector<std::pair<std::string, WaitTotals>> order(wait_totals_.begin(), wait_totals_.end());
+    std::sort(order.begin(), order.end(),
+              [](const auto &a, const auto &b) { return a.second.sum_ns > b.second.sum_ns; });
     std::string out;
+    if (!order.empty() && format_ != ServerFormat::json) {
+        char buf[256];
+        std::snprintf(buf, sizeof(buf),
+                      "\n---- waits by event name (events_waits_summary_global_by_event_name) "
+                      "----\n%-52s %10s %12s %12s %12s %12s\n",
+                      "EVENT_NAME", "COUNT_STAR", "SUM_WAIT", "MIN_WAIT", "AVG_WAIT", "MAX_WAIT");
+        out += buf;
+    }
+    for (const auto &[name, t] : order) {
+        if (format_ == ServerFormat::json) {
+            nlohmann::ordered_json j;
+            j["kind"] = "wait_summary";
+            j["pid"] = pid_;
+            j["EVENT_NAME"] = name;
+            j["COUNT_STAR"] = t.count;
+            j["SUM_TIMER_WAIT"] = t.sum_ns * 1000;
+            j["MIN_TIMER_WAIT"] = t.min_ns * 1000;
+            j["AVG_TIMER_WAIT"] = t.sum_ns / t.count * 1000;
+            j["MAX_TIMER_WAIT"] = t.max_ns * 1000;
+            out += dump(j);
+            continue;
+        }
+        char buf[256];
+        std::snprintf(buf, sizeof(buf), "%-52s %10llu %12s %12s %12s %12s\n", name.c_str(),
+                      static_cast<unsigned long long>(t.count), duration(t.sum_ns).c_str(),
+                      duration(t.min_ns).c_str(), duration(t.sum_ns / t.count).c_str(),
+                      duration(t.max_ns).c_str());
+        out += buf;
+    }
+    return out;
+}
+
+std::string ServerRenderer::summary() {
+    if (format_ == ServerFormat::pfs_sql) {
+        return "";
+    }
+    std::string out = wait_summary();
     std::vector<std::pair<std::string, const ClassTotals *>> order;
     for (const auto &[k, c] : classes_) {
         order.emplace_back(k, &c);

@@ -12,10 +12,19 @@
 #include "output/clock.h"
 #include "server/stage_sites.h"
 #include "server/statement.h"
+#include "server/waits.h"
+
+#include <nlohmann/json.hpp>
 
 namespace mysqltrace::output {
 
-enum class ServerFormat { text, json, profile };
+enum class ServerFormat { text, json, profile, pfs_sql };
+
+// A wait with the name performance_schema would give it.
+struct NamedWait {
+    server::Wait wait;
+    server::WaitName name;
+};
 
 class ServerRenderer {
   public:
@@ -25,10 +34,16 @@ class ServerRenderer {
                    std::function<std::string(uint64_t)> name_at);
 
     std::string header() const;
-    // The rows of one statement (and its stages); also feeds the summary.
-    std::string statement(const server::Statement &st);
-    // Sampled stage shares per statement class, at the end of a trace
-    // (empty when nothing was sampled).
+    // The rows of one statement, its stages and the waits that began in it;
+    // also feeds the summaries.
+    std::string statement(const server::Statement &st, const std::vector<NamedWait> &waits = {});
+    // A wait outside any statement (idle time, I/O between commands).
+    std::string wait(const NamedWait &w);
+    // The performance_schema events behind the last statement() or wait()
+    // call, in json and pfs_sql formats (for the WL#4878 trace writer).
+    const std::vector<nlohmann::ordered_json> &last_events() const { return last_; }
+    // Sampled stage shares per statement class, and waits by event name
+    // (events_waits_summary_global_by_event_name), at the end of a trace.
     std::string summary();
 
   private:
@@ -54,9 +69,12 @@ class ServerRenderer {
     };
     std::vector<StageRow> stage_rows(const server::Statement &st) const;
     std::string text_rows(const server::Statement &st, const std::vector<StageRow> &rows,
-                          uint64_t event_id);
-    std::string json_rows(const server::Statement &st, const std::vector<StageRow> &rows,
-                          uint64_t event_id);
+                          const std::vector<NamedWait> &waits);
+    void json_rows(const server::Statement &st, const std::vector<StageRow> &rows,
+                   const std::vector<NamedWait> &waits, uint64_t event_id);
+    nlohmann::ordered_json wait_json(const NamedWait &w, uint64_t event_id,
+                                     nlohmann::ordered_json nesting_id, const char *nesting_type);
+    std::string wait_summary();
     std::string profile_rows(const server::Statement &st, const std::vector<StageRow> &rows);
 
     ServerFormat format_;
@@ -66,6 +84,11 @@ class ServerRenderer {
     Clock clock_;
     std::map<uint64_t, uint64_t> next_event_id_;  // per THREAD_ID
     std::map<std::string, ClassTotals> classes_;  // by digest text
+    struct WaitTotals {
+        uint64_t count = 0, sum_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
+    };
+    std::map<std::string, WaitTotals> wait_totals_;  // by EVENT_NAME
+    std::vector<nlohmann::ordered_json> last_;
 };
 
 }  // namespace mysqltrace::output

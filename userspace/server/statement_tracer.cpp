@@ -180,6 +180,32 @@ Result<ServerTarget> resolve_server(pid_t pid) {
     t.stages = std::move(scan->sites);
     t.static_stages = t.stages.size();
     t.stages.insert(t.stages.end(), scan->dynamic_sites.begin(), scan->dynamic_sites.end());
+    t.cond_sites = t.stages.size();
+    for (const char *sym : {"_ZN3THD10enter_condEP13st_mysql_condP14st_mysql_mutexPK17PSI_stage_"
+                            "info_v1PS4_PKcS9_i",
+                            "_ZThn232_N3THD10enter_condEP13st_mysql_condP14st_mysql_mutexPK17PSI_"
+                            "stage_info_v1PS4_PKcS9_i",
+                            "", "_ZN3THD9exit_condEPK17PSI_stage_info_v1PKcS4_i",
+                            "_ZThn232_N3THD9exit_condEPK17PSI_stage_info_v1PKcS4_i"}) {
+        if (*sym == 0) {
+            t.exit_cond_sites = t.stages.size();
+            continue;
+        }
+        auto fs = f.find(sym);
+        if (!fs) {
+            continue;
+        }
+        auto site = entry_site(f, *fs);
+        if (!site || site->cost == elf::ProbeCost::single_stepped ||
+            site->cost == elf::ProbeCost::undecodable) {
+            continue;  // never a single-stepped probe on a hot path
+        }
+        StageSite ss;
+        ss.probe_offset = site->offset;
+        ss.function = sym;
+        ss.probe_cost = site->cost;
+        t.stages.push_back(std::move(ss));
+    }
     for (const auto &s : t.stages) {
         if (s.stage_symbol == kEndStage && s.function == kDispatch) {
             t.end_offset = s.probe_offset;
@@ -205,6 +231,17 @@ Result<ServerTarget> resolve_server(pid_t pid) {
         return bias.error();
     }
     t.load_bias = *bias;
+    // The executable mapping that holds dispatch_command: the server's code.
+    const uint64_t dispatch_rt = dispatch->vaddr + static_cast<uint64_t>(t.load_bias);
+    if (auto maps = proc::read_maps(pid)) {
+        for (const auto &m : *maps) {
+            if (dispatch_rt >= m.start && dispatch_rt < m.end) {
+                t.text_lo = m.start;
+                t.text_hi = m.end;
+            }
+        }
+    }
+    t.file = std::move(file).value();
     return t;
 }
 
@@ -214,9 +251,10 @@ std::string stage_event_name(const std::string &name) {
 
 Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     const ServerTarget &target, const StatementTracerOptions &opts,
-    std::function<void(const Statement &)> sink) {
+    std::function<void(const Statement &)> sink, std::function<void(const Wait &)> wait_sink) {
     std::unique_ptr<StatementTracer> t(new StatementTracer());
     t->sink_ = std::move(sink);
+    t->wait_sink_ = std::move(wait_sink);
     t->pid_ = target.pid;
     t->skel_ = ::server::open();
     if (t->skel_ == nullptr) {
@@ -241,9 +279,13 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_examined_rows = l.examined_row_count;
     ro->off_proc_info = l.proc_info;
     ro->max_sql = std::min<uint32_t>(opts.max_sql, MT_MAX_SQL);
+    ro->text_lo = target.text_lo;
+    ro->text_hi = target.text_hi;
     const uint32_t hz = std::max<uint32_t>(1, opts.sample_hz);
     ro->sample_period_us = 1'000'000 / hz;
     ro->first_dynamic_site = static_cast<__u32>(target.static_stages);
+    ro->cond_site = static_cast<__u32>(target.cond_sites);
+    ro->exit_cond_site = static_cast<__u32>(target.exit_cond_sites);
     for (size_t i = 0; i < target.stages.size(); i++) {
         if (target.stages[i].stage_symbol == "stage_starting" &&
             target.stages[i].function == kDispatch) {
@@ -264,8 +306,13 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     auto rings =
         bpf::RingSet::create(t->skel_->obj, opts.ring, [self](std::span<const uint8_t> rec) {
             Statement st;
+            Wait w;
             if (decode_statement(rec, &st)) {
                 self->sink_(st);
+            } else if (decode_wait(rec, &w)) {
+                if (self->wait_sink_) {
+                    self->wait_sink_(w);
+                }
             } else {
                 self->undecodable_++;
             }
@@ -308,6 +355,15 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     }
     t->links_.emplace_back(exit_link);
 
+    if (opts.waits) {
+        for (bpf_program *prog : {progs->server_sys_enter, progs->server_sys_exit}) {
+            bpf_link *l = bpf_program__attach(prog);
+            if (l == nullptr) {
+                return make_error(errno, "cannot attach to the syscall tracepoints");
+            }
+            t->links_.emplace_back(l);
+        }
+    }
     if (opts.stages != StageMode::off) {
         // Off-CPU time by stage, and a per-thread CPU clock exact to the ns.
         bpf_link *sw = bpf_program__attach(progs->server_switch);

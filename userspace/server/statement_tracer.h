@@ -21,6 +21,7 @@
 #include "server/stage_sites.h"
 #include "server/statement.h"
 #include "server/thd_layout.h"
+#include "server/waits.h"
 #include "util/result.h"
 
 struct server;
@@ -40,8 +41,15 @@ struct ServerTarget {
     // those whose stage is read from the THD when they fire.
     std::vector<StageSite> stages;
     size_t static_stages = 0;
+    // Then the entries of THD::enter_cond and THD::exit_cond (out of line,
+    // reached through virtual calls, e.g. metadata lock waits): the stage is
+    // their argument. [cond_sites, exit_cond_sites): enter_cond's, then
+    // exit_cond's up to the end.
+    size_t cond_sites = 0, exit_cond_sites = 0;
     int64_t query_string_offset = -1;
-    int64_t load_bias = 0;  // runtime address - file vaddr
+    int64_t load_bias = 0;              // runtime address - file vaddr
+    uint64_t text_lo = 0, text_hi = 0;  // the server's code, at run time
+    std::shared_ptr<const elf::ElfFile> file;
 };
 
 Result<ServerTarget> resolve_server(pid_t pid);
@@ -56,6 +64,7 @@ struct StatementTracerOptions {
     uint32_t sample_hz = 997;      // per CPU, sampled mode
     uint64_t only_thread_id = 0;   // 0: every connection
     uint64_t min_duration_ns = 0;  // shorter statements are dropped in the kernel
+    bool waits = false;            // syscall tracepoints: locks, file and socket I/O, idle
     bpf::RingOptions ring;
 };
 
@@ -63,7 +72,8 @@ class StatementTracer {
   public:
     static Result<std::unique_ptr<StatementTracer>> attach(
         const ServerTarget &target, const StatementTracerOptions &opts,
-        std::function<void(const Statement &)> sink);
+        std::function<void(const Statement &)> sink,
+        std::function<void(const Wait &)> wait_sink = {});
     ~StatementTracer();
     bpf::RingSet &rings() { return *rings_; }
     uint64_t undecodable() const { return undecodable_; }
@@ -87,6 +97,7 @@ class StatementTracer {
     size_t stage_probes_ = 0;
     std::vector<bpf::Fd> perf_fds_;
     std::function<void(const Statement &)> sink_;
+    std::function<void(const Wait &)> wait_sink_;
     uint64_t undecodable_ = 0;
     std::map<uint64_t, std::string> names_;
 };

@@ -22,6 +22,7 @@ enum mt_event_type {
     MT_EV_SOCK = 3,              // socket syscall of a traced client (struct mt_sock_event)
     MT_EV_PROC = 4,              // traced process forked or exited (struct mt_proc_event)
     MT_EV_API = 5,               // the shim: a MySQL C API call (struct mt_api_event)
+    MT_EV_SERVER_WAIT = 6,  // a server thread waited in a syscall (struct mt_server_wait_event)
 };
 
 // Common header of every record. `size` is the whole record including this
@@ -139,6 +140,38 @@ struct mt_server_statement_event {
     struct mt_task_counters begin, end;
     struct mt_stage_samples samples[MT_STAGE_SLOTS];
     __u8 data[];  // n_stages struct mt_stage_mark, then message, schema, statement text
+};
+
+// Waits of server threads, from syscall tracepoints.
+enum mt_wait_kind {
+    MT_WAIT_FUTEX = 1,  // blocked on a contended lock or condition (FUTEX_WAIT*, LOCK_PI)
+    MT_WAIT_READ = 2,   // read/pread64/readv: a file, or a socket
+    MT_WAIT_WRITE = 3,  // write/pwrite64/writev
+    MT_WAIT_SYNC = 4,   // fsync/fdatasync
+    MT_WAIT_OPEN = 5,   // openat (object: the new fd)
+    MT_WAIT_CLOSE = 6,  // close
+    MT_WAIT_POLL = 7,   // poll/ppoll: a connection waiting for its client
+    MT_WAIT_RECV = 8,   // recvfrom/recvmsg
+    MT_WAIT_SEND = 9,   // sendto/sendmsg
+};
+
+enum mt_wait_flags {
+    MT_WAIT_IN_STATEMENT = 1,  // began while the thread ran a statement
+    MT_WAIT_TIMED = 2,         // futex with a timeout
+};
+
+struct mt_server_wait_event {
+    struct mt_event_header hdr;  // ts_ns: when the wait ended
+    __u64 start_ns;
+    __u64 thread_id;  // connection id of the thread's THD
+    __u64 object;     // futex: the lock word's address; I/O: the fd
+    __u64 bytes;      // I/O: bytes transferred
+    __u64 caller;     // futex: first return address into the server on the user stack
+    __u64 value;      // futex: the value waited on (2: a contended glibc mutex)
+    __u32 kind;       // enum mt_wait_kind
+    __u32 flags;      // enum mt_wait_flags
+    __s32 ret;        // the syscall's result when negative (an errno), else 0
+    __u32 _pad0;
 };
 
 // Largest variable part of a statement record.

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "server/waits.h"
+
+#include <cxxabi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+namespace mysqltrace::server {
+
+bool decode_wait(std::span<const uint8_t> record, Wait *out) {
+    mt_server_wait_event ev;
+    if (record.size() != sizeof(ev)) {
+        return false;
+    }
+    std::memcpy(&ev, record.data(), sizeof(ev));
+    if (ev.hdr.type != MT_EV_SERVER_WAIT || ev.hdr.size != sizeof(ev) || ev.kind == 0 ||
+        ev.kind > MT_WAIT_SEND) {
+        return false;
+    }
+    out->tid = ev.hdr.tid;
+    out->start_ns = ev.start_ns;
+    out->end_ns = ev.hdr.ts_ns;
+    out->thread_id = ev.thread_id;
+    out->kind = ev.kind;
+    out->flags = ev.flags;
+    out->object = ev.object;
+    out->bytes = ev.bytes;
+    out->caller = ev.caller;
+    out->value = ev.value;
+    out->ret = ev.ret;
+    return true;
+}
+
+namespace {
+
+bool ends_with(const std::string &s, std::string_view suffix) {
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string base_name(const std::string &path) {
+    const size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// "ns::Class::function" from a mangled name (no parameters), or the name.
+std::string demangled_function(const std::string &mangled) {
+    int status = 0;
+    char *d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+    if (d == nullptr || status != 0) {
+        std::free(d);
+        return mangled;
+    }
+    std::string s(d);
+    std::free(d);
+    int depth = 0;
+    for (size_t i = 0; i < s.size(); i++) {
+        if (s[i] == '<') {
+            depth++;
+        } else if (s[i] == '>') {
+            depth--;
+        } else if (s[i] == '(' && depth == 0 && i > 0) {
+            return s.substr(0, i);
+        }
+    }
+    return s;
+}
+
+}  // namespace
+
+std::string file_event_name(const std::string &path) {
+    const std::string b = base_name(path);
+    if (b.rfind("ib_logfile", 0) == 0) {
+        return "wait/io/file/innodb/innodb_log_file";
+    }
+    if (b.rfind("ibtmp", 0) == 0) {
+        return "wait/io/file/innodb/innodb_temp_file";
+    }
+    if (b.rfind("ibdata", 0) == 0 || b.rfind("undo", 0) == 0 || ends_with(b, ".ibd")) {
+        return "wait/io/file/innodb/innodb_data_file";
+    }
+    if (ends_with(b, ".frm")) {
+        return "wait/io/file/sql/FRM";
+    }
+    if (b.rfind("#sql", 0) == 0 || b.rfind("ML", 0) == 0) {
+        return "wait/io/file/sql/file_parser";
+    }
+    if (b.find("-bin.") != std::string::npos) {
+        return "wait/io/file/sql/binlog";
+    }
+    if (ends_with(b, ".MAI") || ends_with(b, ".MAD") || ends_with(b, ".MYI") ||
+        ends_with(b, ".MYD")) {
+        return "wait/io/file/aria/data";
+    }
+    if (b == "aria_log_control" || b.rfind("aria_log.", 0) == 0) {
+        return "wait/io/file/aria/log";
+    }
+    return "wait/io/file/sql/misc";
+}
+
+WaitNamer::WaitNamer(pid_t pid, std::shared_ptr<const elf::ElfFile> exe, int64_t bias)
+    : pid_(pid), exe_(std::move(exe)), bias_(bias) {
+    if (exe_) {
+        for (const auto &s : exe_->symbols()) {
+            if (s.size == 0 || s.vaddr == 0) {
+                continue;
+            }
+            (s.is_function ? functions_ : objects_).push_back(&s);
+        }
+        auto by_addr = [](const elf::Symbol *a, const elf::Symbol *b) {
+            return a->vaddr < b->vaddr;
+        };
+        std::sort(objects_.begin(), objects_.end(), by_addr);
+        std::sort(functions_.begin(), functions_.end(), by_addr);
+    }
+}
+
+std::string WaitNamer::symbol_at(uint64_t runtime_addr, bool functions) {
+    const uint64_t vaddr = runtime_addr - static_cast<uint64_t>(bias_);
+    const auto &v = functions ? functions_ : objects_;
+    auto it = std::upper_bound(v.begin(), v.end(), vaddr,
+                               [](uint64_t a, const elf::Symbol *s) { return a < s->vaddr; });
+    if (it == v.begin()) {
+        return "";
+    }
+    const elf::Symbol *s = *(it - 1);
+    if (vaddr >= s->vaddr + s->size) {
+        return "";
+    }
+    return s->name;
+}
+
+std::string WaitNamer::path_of(uint64_t fd, bool refresh) {
+    auto it = fd_paths_.find(fd);
+    if (it != fd_paths_.end() && !refresh) {
+        return it->second;
+    }
+    char buf[PATH_MAX];
+    const std::string link = "/proc/" + std::to_string(pid_) + "/fd/" + std::to_string(fd);
+    ssize_t n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
+    std::string path = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+    fd_paths_[fd] = path;
+    return path;
+}
+
+WaitName WaitNamer::name(const Wait &w) {
+    WaitName n;
+    switch (w.kind) {
+        case MT_WAIT_FUTEX: {
+            // glibc's mutexes wait with the value 2 ("locked, with waiters");
+            // condition variables and rwlocks wait on sequence counters.
+            const bool mutex = w.value == 2;
+            std::string object = symbol_at(w.object, false);
+            const bool cond_name = object.rfind("COND_", 0) == 0;
+            const char *kind = mutex && !cond_name ? "mutex" : "cond";
+            n.operation = mutex && !cond_name         ? "lock"
+                          : (w.flags & MT_WAIT_TIMED) ? "timed_wait"
+                                                      : "wait";
+            n.object_instance = w.object;
+            if (!object.empty()) {
+                n.object_name = object;
+                n.event_name = std::string("wait/synch/") + kind + "/sql/" + object;
+            } else {
+                const std::string fn = w.caller ? symbol_at(w.caller, true) : "";
+                n.event_name = std::string("wait/synch/") + kind + "/sql/" +
+                               (fn.empty() ? std::string("unknown") : demangled_function(fn));
+            }
+            return n;
+        }
+        case MT_WAIT_POLL:
+            // A connection thread polls its socket only between commands.
+            n.event_name = "idle";
+            n.operation = "idle";
+            n.object_type = "SOCKET";
+            n.report = !w.in_statement();
+            return n;
+        default:
+            break;
+    }
+    const std::string path = path_of(w.object, w.kind == MT_WAIT_OPEN);
+    if (w.kind == MT_WAIT_CLOSE) {
+        fd_paths_.erase(w.object);
+    }
+    if (path.rfind("socket:", 0) == 0) {
+        n.event_name = "wait/io/socket/sql/client_connection";
+        n.object_type = "SOCKET";
+        n.operation = w.kind == MT_WAIT_READ || w.kind == MT_WAIT_RECV    ? "recv"
+                      : w.kind == MT_WAIT_WRITE || w.kind == MT_WAIT_SEND ? "send"
+                      : w.kind == MT_WAIT_CLOSE                           ? "close"
+                                                                          : "misc";
+        return n;
+    }
+    if (path.empty() || path[0] != '/') {
+        n.report = false;  // pipes, eventfds, anonymous inodes: not a file wait
+        return n;
+    }
+    n.event_name = file_event_name(path);
+    n.object_type = "FILE";
+    n.object_name = path;
+    switch (w.kind) {
+        case MT_WAIT_READ:
+        case MT_WAIT_RECV:
+            n.operation = "read";
+            break;
+        case MT_WAIT_WRITE:
+        case MT_WAIT_SEND:
+            n.operation = "write";
+            break;
+        case MT_WAIT_SYNC:
+            n.operation = "sync";
+            break;
+        case MT_WAIT_OPEN:
+            n.operation = "open";
+            break;
+        case MT_WAIT_CLOSE:
+            n.operation = "close";
+            break;
+        default:
+            n.operation = "misc";
+    }
+    return n;
+}
+
+}  // namespace mysqltrace::server

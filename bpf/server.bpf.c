@@ -658,6 +658,32 @@ static __always_inline __u64 server_caller(struct pt_regs *regs) {
     return 0;
 }
 
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define S_IFREG 0100000
+
+// What kind of file the thread's descriptor `fd` is: MT_WAIT_SOCKET,
+// MT_WAIT_FILE, or 0 for anything else (pipes, eventfds: not waits).
+static __always_inline __u32 fd_class(__u64 fd) {
+    struct task_struct *t = bpf_get_current_task_btf();
+    struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+    struct file **fds;
+    struct file *f = 0;
+    __u32 mode;
+
+    if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+        return 0;
+    fds = BPF_CORE_READ(fdt, fd);
+    if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+        return 0;
+    mode = BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT;
+    if (mode == S_IFSOCK)
+        return MT_WAIT_SOCKET;
+    if (mode == S_IFREG)
+        return MT_WAIT_FILE;
+    return 0;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(server_sys_enter, struct pt_regs *regs, long id) {
     struct thread_state *st;
@@ -686,8 +712,21 @@ int BPF_PROG(server_sys_enter, struct pt_regs *regs, long id) {
         if (BPF_CORE_READ(regs, r10))
             st->sc_flags |= MT_WAIT_TIMED;
         st->sc_caller = server_caller(regs);
-    } else {
+    } else if (kind == MT_WAIT_OPEN) {
+        st->sc_object = 0;  // the fd comes back at exit
+        st->sc_flags |= MT_WAIT_FILE;
+    } else if (kind != MT_WAIT_POLL) {
+        __u32 cls;
+
         st->sc_object = (__u32)BPF_CORE_READ(regs, di);  // the fd
+        cls = fd_class(st->sc_object);
+        if (!cls) {
+            st->sc_kind = 0;
+            return 0;
+        }
+        st->sc_flags |= cls;
+    } else {
+        st->sc_object = 0;
     }
     st->sc_kind = kind;
     st->sc_start = bpf_ktime_get_ns();

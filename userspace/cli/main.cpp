@@ -8,10 +8,9 @@
 namespace {
 
 constexpr mysqltrace::cli::RegisterFn kCommands[] = {
-    mysqltrace::cli::register_doctor,
-    mysqltrace::cli::register_client,
-    mysqltrace::cli::register_run,
-    mysqltrace::cli::register_server,
+    mysqltrace::cli::register_doctor, mysqltrace::cli::register_client,
+    mysqltrace::cli::register_run,    mysqltrace::cli::register_server,
+    mysqltrace::cli::register_merge,
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "bpf/ring_set.h"
 #include "cli/command.h"
 #include "output/output_file.h"
+#include "output/pfs_sql.h"
 #include "output/server_render.h"
 #include "server/statement_tracer.h"
 #include "trace/trace_loop.h"
@@ -77,7 +78,24 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                       << st.source_file << ":" << st.source_line << "\n";
         }
     }
-    auto out = output::OutputFile::open(a.output);
+    // pfs-sql writes WL#4878 trace files into a directory; the summaries
+    // then go to stdout.
+    const bool pfs_sql = a.format == "pfs-sql";
+    if (pfs_sql && a.output.empty()) {
+        std::cerr << "mysqltrace: --format pfs-sql needs --output DIR (one trace file per "
+                     "server thread goes there)\n";
+        return kExitUsage;
+    }
+    std::unique_ptr<output::PfsSqlWriter> trace_files;
+    if (pfs_sql) {
+        auto w = output::PfsSqlWriter::open(a.output);
+        if (!w) {
+            std::cerr << "mysqltrace: " << w.error().message << "\n";
+            return kExitFailure;
+        }
+        trace_files = std::move(w).value();
+    }
+    auto out = output::OutputFile::open(pfs_sql ? "" : a.output);
     if (!out) {
         std::cerr << "mysqltrace: " << out.error().message << "\n";
         return kExitFailure;
@@ -85,6 +103,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto &o = **out;
     const auto format = a.format == "json"      ? output::ServerFormat::json
                         : a.format == "profile" ? output::ServerFormat::profile
+                        : pfs_sql               ? output::ServerFormat::pfs_sql
                                                 : output::ServerFormat::text;
     server::StatementTracer *tracer_ptr = nullptr;
     output::ServerRenderer render(
@@ -135,6 +154,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
             pending[w.tid].push_back(std::move(nw));
         } else {
             o.write(render.wait(nw));
+            if (trace_files) {
+                trace_files->write_block(w.thread_id, "", render.last_events());
+            }
         }
     };
     const auto started = std::chrono::steady_clock::now();
@@ -164,6 +186,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         with_stages += st.stages.empty() ? 0 : 1;
         per_name[server::statement_event_name(st)]++;
         o.write(render.statement(st, mine));
+        if (trace_files) {
+            trace_files->write_block(st.thread_id, "", render.last_events());
+        }
         maybe_detach();
     };
     auto tracer = server::StatementTracer::attach(*target, opts, on_statement, on_wait);
@@ -184,6 +209,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     lo.on_tick = [&] {
         maybe_detach();
         o.flush();
+        if (trace_files) {
+            trace_files->flush();
+        }
         if (g.verbose > 0) {
             auto st = (*tracer)->rings().stats();
             std::cerr << "mysqltrace: " << statements << " statements, " << st.dropped
@@ -192,6 +220,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     };
     auto stop = trace::run_loop((*tracer)->rings(), lo);
     auto flushed = (*tracer)->rings().flush();
+    if (trace_files) {
+        trace_files->flush();
+    }
     o.write(render.summary());
     o.flush();
     std::string totals = std::to_string(statements) + " statements";
@@ -203,6 +234,13 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     }
     if (a.waits) {
         totals += ", " + std::to_string(waits) + " waits";
+    }
+    if (trace_files) {
+        totals +=
+            ", " + std::to_string(trace_files->rows_written()) + " rows in " + trace_files->dir();
+        if (trace_files->failed_files()) {
+            totals += " (" + std::to_string(trace_files->failed_files()) + " files stopped)";
+        }
     }
     std::string by_name;
     for (const auto &[name, n] : per_name) {
@@ -227,7 +265,7 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
         "I/O, and where the time went by stage. No restart, no performance_schema.");
     auto a = std::make_shared<ServerArgs>();
     cmd->add_option("-p,--pid", a->pid, "Process id of the mariadbd to trace")->required();
-    add_trace_options(cmd, *a, {"text", "json", "profile"});
+    add_trace_options(cmd, *a, {"text", "json", "profile", "pfs-sql"});
     cmd->add_option("--stages", a->stages,
                     "sampled: where time goes by stage, from a CPU timer and context switches "
                     "(cheap, always-on); exact: every stage transition of every statement, "

@@ -484,9 +484,6 @@ std::string ServerRenderer::wait_summary() {
 }
 
 std::string ServerRenderer::summary() {
-    if (format_ == ServerFormat::pfs_sql) {
-        return "";
-    }
     std::string out = wait_summary();
     std::vector<std::pair<std::string, const ClassTotals *>> order;
     for (const auto &[k, c] : classes_) {

@@ -181,11 +181,17 @@ WaitName WaitNamer::name(const Wait &w) {
         default:
             break;
     }
-    const std::string path = path_of(w.object, w.kind == MT_WAIT_OPEN);
-    if (w.kind == MT_WAIT_CLOSE) {
-        fd_paths_.erase(w.object);
+    if ((w.flags & MT_WAIT_SOCKET) && !w.in_statement() &&
+        (w.kind == MT_WAIT_READ || w.kind == MT_WAIT_RECV)) {
+        // Between commands a connection thread blocks reading its socket
+        // (or polls it, above): waiting for the client, performance_schema's
+        // "idle".
+        n.event_name = "idle";
+        n.operation = "idle";
+        n.object_type = "SOCKET";
+        return n;
     }
-    if (path.rfind("socket:", 0) == 0) {
+    if (w.flags & MT_WAIT_SOCKET) {
         n.event_name = "wait/io/socket/sql/client_connection";
         n.object_type = "SOCKET";
         n.operation = w.kind == MT_WAIT_READ || w.kind == MT_WAIT_RECV    ? "recv"
@@ -194,8 +200,13 @@ WaitName WaitNamer::name(const Wait &w) {
                                                                           : "misc";
         return n;
     }
-    if (path.empty() || path[0] != '/') {
-        n.report = false;  // pipes, eventfds, anonymous inodes: not a file wait
+    // A regular file (the kernel said so): its path while it is open.
+    const std::string path = path_of(w.object, w.kind == MT_WAIT_OPEN);
+    if (w.kind == MT_WAIT_CLOSE) {
+        fd_paths_.erase(w.object);
+    }
+    if (!(w.flags & MT_WAIT_FILE) || path.empty() || path[0] != '/') {
+        n.report = false;  // gone before it could be named, or not a file
         return n;
     }
     n.event_name = file_event_name(path);

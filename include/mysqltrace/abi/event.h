@@ -158,6 +158,8 @@ enum mt_wait_kind {
 enum mt_wait_flags {
     MT_WAIT_IN_STATEMENT = 1,  // began while the thread ran a statement
     MT_WAIT_TIMED = 2,         // futex with a timeout
+    MT_WAIT_SOCKET = 4,        // I/O on a socket
+    MT_WAIT_FILE = 8,          // I/O on a regular file
 };
 
 struct mt_server_wait_event {

@@ -148,12 +148,7 @@ std::string ServerRenderer::statement(const server::Statement &st,
     const uint64_t event_id = next;
     next += 1 + rows.size() + waits.size();
     for (const auto &w : waits) {
-        auto &t = wait_totals_[w.name.event_name];
-        const uint64_t ns = w.wait.end_ns - w.wait.start_ns;
-        t.count++;
-        t.sum_ns += ns;
-        t.min_ns = std::min(t.min_ns, ns);
-        t.max_ns = std::max(t.max_ns, ns);
+        count_wait(w);
     }
 
     if (!st.samples.empty() || st.sample_period_us != 0) {
@@ -193,13 +188,17 @@ std::string ServerRenderer::statement(const server::Statement &st,
     return "";
 }
 
-std::string ServerRenderer::wait(const NamedWait &w) {
+void ServerRenderer::count_wait(const NamedWait &w) {
     auto &t = wait_totals_[w.name.event_name];
     const uint64_t ns = w.wait.end_ns - w.wait.start_ns;
     t.count++;
     t.sum_ns += ns;
     t.min_ns = std::min(t.min_ns, ns);
     t.max_ns = std::max(t.max_ns, ns);
+}
+
+std::string ServerRenderer::wait(const NamedWait &w) {
+    count_wait(w);
     last_.clear();
     if (format_ != ServerFormat::json && format_ != ServerFormat::pfs_sql) {
         return "";  // text and profile show waits inside statements only

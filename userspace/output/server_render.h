@@ -75,6 +75,7 @@ class ServerRenderer {
     nlohmann::ordered_json wait_json(const NamedWait &w, uint64_t event_id,
                                      nlohmann::ordered_json nesting_id, const char *nesting_type);
     std::string wait_summary();
+    void count_wait(const NamedWait &w);
     std::string profile_rows(const server::Statement &st, const std::vector<StageRow> &rows);
 
     ServerFormat format_;

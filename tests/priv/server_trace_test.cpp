@@ -330,9 +330,14 @@ TEST_F(ServerTrace, StageCpuIsPerThreadAndExact) {
     ASSERT_FALSE(exec.is_null());
     const double exec_wait = exec["TIMER_WAIT"].get<double>();
     const double exec_cpu = exec["CPU_user"].get<double>() + exec["CPU_system"].get<double>();
-    // A CPU-bound stage: its thread was on a CPU nearly all the time (the
-    // machine may have run someone else on its core for a moment).
-    EXPECT_GT(exec_cpu, 0.75 * exec_wait) << exec.dump();
+    // A CPU-bound stage: its thread was on a CPU all the time it was not
+    // preempted (a busy machine, e.g. tests run in parallel, preempts it;
+    // a VM may also lose time to its host unseen).
+    if (exec["Context_involuntary"].get<uint64_t>() == 0) {
+        EXPECT_GT(exec_cpu, 0.8 * exec_wait) << exec.dump();
+    } else {
+        EXPECT_GT(exec_cpu, 0.25 * exec_wait) << exec.dump();
+    }
     EXPECT_LE(exec_cpu, exec_wait) << exec.dump();
 
     const json sleep = stage_of("stage/sql/User sleep");

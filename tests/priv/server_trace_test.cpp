@@ -783,6 +783,87 @@ TEST_F(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
     mysql_close(waiter);
 }
 
+// WL#4878 trace files, merged and loaded into an ordinary database with
+// share/schema.sql, agree with mysqltrace's own summary.
+TEST_F(ServerTrace, TraceFilesLoadAndMatchTheSummary) {
+    const std::string dir = server_->root_dir() + "/tracefiles";
+    MYSQL *m = connect();
+    ASSERT_NE(m, nullptr);
+    auto tracer =
+        start_tracer({"--waits", "--stages", "exact", "--format", "pfs-sql", "--output", dir});
+    ASSERT_EQ(query(m, "create database mt_db"), 0u);
+    ASSERT_EQ(query(m, "create table mt_db.t (a int primary key, b text) engine=InnoDB"), 0u);
+    ASSERT_EQ(query(m, "insert into mt_db.t values (1, 'it''s \\\\ a \"test\"')"), 0u);
+    ASSERT_EQ(query(m, "select * from mt_db.t"), 0u);
+    EXPECT_EQ(query(m, "select * from mt_db.nosuch"), 1146u);
+    auto r = tracer->stop(SIGINT);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    mysql_close(m);
+
+    const std::string merged = server_->root_dir() + "/merged.sql";
+    auto files = run_command({"/bin/sh", "-c", "ls " + dir + "/thread.*"});
+    std::vector<std::string> argv = {MYSQLTRACE_BINARY, "merge", "--output", merged};
+    std::istringstream names(files.out);
+    for (std::string f; names >> f;) {
+        argv.push_back(f);
+    }
+    ASSERT_GT(argv.size(), 4u);
+    auto mr = run_command(argv);
+    ASSERT_EQ(mr.exit_code, 0) << mr.err;
+
+    ASSERT_TRUE(server_->query("create database mt_trace").ok());
+    const std::string client = "mariadb --no-defaults -S " + server_->socket_path() + " -u" +
+                               server_->user() + " -p" + server_->password() + " mt_trace";
+    auto load = run_command(
+        {"/bin/sh", "-c",
+         client + " < " MYSQLTRACE_SOURCE_DIR "/share/schema.sql && " + client + " < " + merged});
+    ASSERT_EQ(load.exit_code, 0) << load.err;
+
+    // The summary printed at the end: "EVENT_NAME COUNT_STAR ..." rows.
+    std::map<std::string, uint64_t> summary;
+    std::istringstream out(r.out);
+    bool in_waits = false;
+    for (std::string line; std::getline(out, line);) {
+        if (line.rfind("---- waits by event name", 0) == 0) {
+            in_waits = true;
+            std::getline(out, line);  // column titles
+            continue;
+        }
+        if (in_waits && line.rfind("----", 0) == 0) {
+            in_waits = false;
+        }
+        if (in_waits && !line.empty()) {
+            std::istringstream f(line);
+            std::string name;
+            uint64_t n = 0;
+            f >> name >> n;
+            summary[name] = n;
+        }
+    }
+    ASSERT_FALSE(summary.empty()) << r.out;
+    auto loaded = server_->query(
+        "select EVENT_NAME, COUNT(*) from mt_trace.events_waits_current "
+        "where TIMER_END is not null group by EVENT_NAME");
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+    std::map<std::string, uint64_t> from_db;
+    for (const auto &row : *loaded) {
+        from_db[row[0]] = std::stoull(row[1]);
+    }
+    EXPECT_EQ(from_db, summary);
+    auto err = server_->query(
+        "select MYSQL_ERRNO, RETURNED_SQLSTATE from mt_trace.events_statements_current "
+        "where SQL_TEXT = 'select * from mt_db.nosuch' and TIMER_END is not null");
+    ASSERT_TRUE(err.ok());
+    ASSERT_EQ(err->size(), 1u);
+    EXPECT_EQ((*err)[0][0], "1146");
+    EXPECT_EQ((*err)[0][1], "42S02");
+    auto text = server_->query(
+        "select count(*) from mt_trace.events_statements_current where SQL_TEXT = "
+        "'insert into mt_db.t values (1, ''it''''s \\\\\\\\ a \"test\"'')'");
+    ASSERT_TRUE(text.ok());
+    EXPECT_EQ((*text)[0][0], "2");  // its start row and its end row, text intact
+}
+
 TEST_F(ServerTrace, EventsArriveWhileTracing) {
     // Records must reach the output during the trace, not only when it ends
     // (producers batch their wakeups; the reader must still drain).

@@ -172,14 +172,6 @@ bool parse_u64(std::string_view s, uint64_t &out) {
     return true;
 }
 
-std::string format_time(std::time_t when) {
-    std::tm tm{};
-    localtime_r(&when, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-    return buf;
-}
-
 // One input file, read a line at a time.
 struct Input {
     std::string path;
@@ -416,7 +408,7 @@ bool pfs_is_trace_header(std::string_view line) {
 
 std::string pfs_merge_header(size_t files, std::time_t when) {
     return "/* mysqltrace merge of " + std::to_string(files) + (files == 1 ? " file" : " files") +
-           " on " + format_time(when) + " */\n";
+           " on " + pfs_format_time(when) + " */\n";
 }
 
 Result<uint64_t> pfs_merge(const std::vector<std::string> &files, const MergeWrite &write,

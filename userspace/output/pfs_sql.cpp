@@ -243,14 +243,6 @@ bool get_u64(const nlohmann::ordered_json &event, const char *key, uint64_t &out
     return false;
 }
 
-std::string format_time(std::time_t when) {
-    std::tm tm{};
-    localtime_r(&when, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-    return buf;
-}
-
 constexpr size_t kFlushBytes = 64 * 1024;
 
 }  // namespace
@@ -384,8 +376,16 @@ std::string pfs_sanitize_actor(std::string_view actor) {
     return out;
 }
 
+std::string pfs_format_time(std::time_t when) {
+    std::tm tm{};
+    localtime_r(&when, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+    return buf;
+}
+
 std::string pfs_trace_file_header(std::string_view actor, std::time_t when) {
-    return "/* MySQL Trace File for " + pfs_sanitize_actor(actor) + " on " + format_time(when) +
+    return "/* MySQL Trace File for " + pfs_sanitize_actor(actor) + " on " + pfs_format_time(when) +
            " */\n";
 }
 

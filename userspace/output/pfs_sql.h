@@ -69,6 +69,8 @@ std::string pfs_sanitize_actor(std::string_view actor);
 
 // `/* MySQL Trace File for <actor> on <YYYY-MM-DD HH:MM:SS> */` (local time).
 std::string pfs_trace_file_header(std::string_view actor, std::time_t when);
+// "YYYY-MM-DD HH:MM:SS" in local time, as trace and merge headers show it.
+std::string pfs_format_time(std::time_t when);
 
 // Writes trace files DIR/thread.<actor>.<thread_id>, each created 0600 and
 // never through a symlink (an existing regular file is appended to). At most

@@ -76,6 +76,18 @@ std::string dump(const nlohmann::ordered_json &j) {
     return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
+// SHOW PROFILE's resource columns (CPU in picoseconds, blocks of 512 bytes).
+void put_counters(nlohmann::ordered_json &j, const server::TaskCounters &used) {
+    j["CPU_user"] = used.user_ns() * 1000;
+    j["CPU_system"] = used.system_ns() * 1000;
+    j["Context_voluntary"] = used.nvcsw;
+    j["Context_involuntary"] = used.nivcsw;
+    j["Page_faults_major"] = used.maj_flt;
+    j["Page_faults_minor"] = used.min_flt;
+    j["Block_ops_in"] = used.read_bytes / 512;
+    j["Block_ops_out"] = used.write_bytes / 512;
+}
+
 }  // namespace
 
 ServerRenderer::ServerRenderer(ServerFormat format, uint32_t pid,
@@ -325,14 +337,7 @@ void ServerRenderer::json_rows(const server::Statement &st, const std::vector<St
     j["command"] = mysql::command_name(st.command);
     j["query_id"] = st.query_id;
     j["CPU_TIME"] = used.cpu_ns * 1000;
-    j["CPU_user"] = used.user_ns() * 1000;
-    j["CPU_system"] = used.system_ns() * 1000;
-    j["Context_voluntary"] = used.nvcsw;
-    j["Context_involuntary"] = used.nivcsw;
-    j["Page_faults_major"] = used.maj_flt;
-    j["Page_faults_minor"] = used.min_flt;
-    j["Block_ops_in"] = used.read_bytes / 512;
-    j["Block_ops_out"] = used.write_bytes / 512;
+    put_counters(j, used);
     if (!(st.flags & MT_STMT_ENDED) && !(st.flags & MT_STMT_SPLIT)) {
         j["end"] = "not seen";  // the thread began another command first
     }
@@ -396,14 +401,7 @@ void ServerRenderer::json_rows(const server::Statement &st, const std::vector<St
         s["TIMER_WAIT"] = (r.end_ns - r.start_ns) * 1000;
         s["NESTING_EVENT_ID"] = event_id;
         s["NESTING_EVENT_TYPE"] = "STATEMENT";
-        s["CPU_user"] = r.used.user_ns() * 1000;
-        s["CPU_system"] = r.used.system_ns() * 1000;
-        s["Context_voluntary"] = r.used.nvcsw;
-        s["Context_involuntary"] = r.used.nivcsw;
-        s["Page_faults_major"] = r.used.maj_flt;
-        s["Page_faults_minor"] = r.used.min_flt;
-        s["Block_ops_in"] = r.used.read_bytes / 512;
-        s["Block_ops_out"] = r.used.write_bytes / 512;
+        put_counters(s, r.used);
         last_.push_back(std::move(s));
     }
 }

@@ -36,6 +36,13 @@ const volatile __s64 off_da_affected_rows = -1;
 const volatile __s64 off_sent_rows = -1;
 const volatile __s64 off_examined_rows = -1;
 const volatile __s64 off_proc_info = -1;
+// THD::security_ctx, and in Security_context: user, host, ip (char *).
+const volatile __s64 off_security_ctx = -1;
+const volatile __s64 off_sctx_user = -1;
+const volatile __s64 off_sctx_host = -1;
+const volatile __s64 off_sctx_ip = -1;
+// Send each connection's account once (trace file names, --user).
+const volatile __u32 want_accounts = 0;
 const volatile __u32 max_sql = 4096;
 const volatile __u32 sample_period_us = 0;
 // The stage site dispatch_command enters ("starting") before each further
@@ -68,6 +75,7 @@ __u64 min_duration_ns = 0;
 // enum_server_command values whose text is not in the packet.
 #define COM_QUIT 1
 #define COM_QUERY 3
+#define COM_CHANGE_USER 17
 #define COM_STMT_PREPARE 22
 #define COM_STMT_EXECUTE 23
 #define COM_STMT_FETCH 28
@@ -92,7 +100,8 @@ struct thread_state {
     __u64 sc_object;
     __u64 sc_value;
     __u64 sc_caller;
-    __u32 sc_kind;  // 0: none
+    __u64 account_id;  // the connection whose account was sent last (0: none)
+    __u32 sc_kind;     // 0: none
     __u32 sc_flags;
     __u32 active;
     __u32 parses;   // mysql_parse calls of the current command
@@ -353,6 +362,34 @@ static __always_inline struct thread_state *state_of(__u32 tid, int create) {
     return bpf_map_lookup_elem(&threads, &tid);
 }
 
+// Sends the account of connection `id` on `thd` unless it was sent last.
+static __always_inline void send_account(struct thread_state *st, void *thd, __u64 id) {
+    struct mt_server_account_event *ev;
+    void *ring;
+    void *sctx;
+    __u64 p;
+
+    if (!want_accounts || off_security_ctx < 0 || !id || st->account_id == id)
+        return;
+    ev = mt_reserve(&ring, MT_EV_SERVER_ACCOUNT, sizeof(*ev));
+    if (!ev)
+        return;  // counted as a drop; tried again at the next command
+    st->account_id = id;
+    ev->thread_id = id;
+    ev->user[0] = 0;
+    ev->host[0] = 0;
+    sctx = (void *)read_u64(thd, off_security_ctx);
+    p = read_u64(sctx, off_sctx_user);
+    if (p)
+        bpf_probe_read_user_str(ev->user, sizeof(ev->user), (const void *)p);
+    p = read_u64(sctx, off_sctx_host);
+    if (!p)
+        p = read_u64(sctx, off_sctx_ip);
+    if (p)
+        bpf_probe_read_user_str(ev->host, sizeof(ev->host), (const void *)p);
+    mt_submit(ring, ev, sizeof(*ev));
+}
+
 SEC("uprobe")
 int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *packet, __u32 len) {
     struct thread_state *st;
@@ -379,6 +416,12 @@ int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *pa
             st->arg_len = n;
     }
     begin_statement(st, thd, command, (__u64)packet, len, 0);
+    if (want_accounts) {
+        send_account(st, thd, read_u64(thd, off_thread_id));
+        // The account changes inside this command: send it again after.
+        if (command == COM_CHANGE_USER)
+            st->account_id = 0;
+    }
     return 0;
 }
 
@@ -738,16 +781,19 @@ int BPF_PROG(server_sys_exit, struct pt_regs *regs, long ret) {
     struct mt_server_wait_event *ev;
     struct thread_state *st;
     void *ring;
+    __u64 id;
 
     if (!traced())
         return 0;
     st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
     if (!st || !st->sc_kind)
         return 0;
+    id = read_u64(st->thd, off_thread_id);
+    send_account(st, st->thd, id);
     ev = mt_reserve(&ring, MT_EV_SERVER_WAIT, sizeof(*ev));
     if (ev) {
         ev->start_ns = st->sc_start;
-        ev->thread_id = read_u64(st->thd, off_thread_id);
+        ev->thread_id = id;
         ev->object = st->sc_kind == MT_WAIT_OPEN && ret >= 0 ? (__u64)ret : st->sc_object;
         ev->bytes = (st->sc_kind == MT_WAIT_READ || st->sc_kind == MT_WAIT_WRITE ||
                      st->sc_kind == MT_WAIT_RECV || st->sc_kind == MT_WAIT_SEND) &&

@@ -568,24 +568,32 @@ TEST_F(ServerTrace, AttachDetachUnderLoadLeavesTheServerHealthy) {
     mysql_close(m);
 }
 
-TEST_F(ServerTrace, FiltersByConnectionDurationAndSchema) {
+TEST_F(ServerTrace, FiltersByConnectionDurationSchemaAndUser) {
     MYSQL *a = connect();
     MYSQL *b = connect();
     ASSERT_NE(a, nullptr);
     ASSERT_NE(b, nullptr);
-    const unsigned long ida = mysql_thread_id(a), idb = mysql_thread_id(b);
+    MYSQL *r = mysql_init(nullptr);  // root, over the socket
+    ASSERT_NE(mysql_real_connect(r, nullptr, "root", nullptr, nullptr, 0,
+                                 server_->socket_path().c_str(), 0),
+              nullptr)
+        << mysql_error(r);
+    const unsigned long ida = mysql_thread_id(a), idb = mysql_thread_id(b),
+                        idr = mysql_thread_id(r);
     ASSERT_EQ(mysql_select_db(b, "mysql"), 0);
     const std::string by_id = out_path_ + ".id", by_time = out_path_ + ".time",
-                      by_db = out_path_ + ".db";
+                      by_db = out_path_ + ".db", by_user = out_path_ + ".user";
     auto t1 = start_tracer({"--thread-id", std::to_string(ida), "--stages", "off", "--format",
                             "json", "--output", by_id});
     auto t2 = start_tracer({"--min-duration", "100", "--format", "json", "--output", by_time});
     auto t3 = start_tracer({"--db", "mysql", "--format", "json", "--output", by_db});
+    auto t4 = start_tracer({"--user", "root", "--format", "json", "--output", by_user});
     ASSERT_EQ(query(a, "select 'a1'"), 0u);
     ASSERT_EQ(query(b, "select 'b1'"), 0u);
+    ASSERT_EQ(query(r, "select 'r1'"), 0u);
     ASSERT_EQ(query(a, "select sleep(0.15), 'a2'"), 0u);
     ASSERT_EQ(query(b, "select 'b2'"), 0u);
-    for (auto *t : {t1.get(), t2.get(), t3.get()}) {
+    for (auto *t : {t1.get(), t2.get(), t3.get(), t4.get()}) {
         auto r = t->stop(SIGINT);
         EXPECT_EQ(r.exit_code, 0) << r.err;
     }
@@ -593,7 +601,7 @@ TEST_F(ServerTrace, FiltersByConnectionDurationAndSchema) {
         out_path_ = path;
         std::vector<std::string> v;
         for (const auto &s : rows("statement")) {
-            if (s["THREAD_ID"] == ida || s["THREAD_ID"] == idb) {
+            if (s["THREAD_ID"] == ida || s["THREAD_ID"] == idb || s["THREAD_ID"] == idr) {
                 v.push_back(s["SQL_TEXT"]);
             }
         }
@@ -602,8 +610,10 @@ TEST_F(ServerTrace, FiltersByConnectionDurationAndSchema) {
     EXPECT_EQ(texts(by_id), (std::vector<std::string>{"select 'a1'", "select sleep(0.15), 'a2'"}));
     EXPECT_EQ(texts(by_time), (std::vector<std::string>{"select sleep(0.15), 'a2'"}));
     EXPECT_EQ(texts(by_db), (std::vector<std::string>{"select 'b1'", "select 'b2'"}));
+    EXPECT_EQ(texts(by_user), (std::vector<std::string>{"select 'r1'"}));
     mysql_close(a);
     mysql_close(b);
+    mysql_close(r);
 }
 
 // Builds without the end-of-command stage site end statements with a return
@@ -793,6 +803,7 @@ TEST_F(ServerTrace, TraceFilesLoadAndMatchTheSummary) {
     const std::string dir = server_->root_dir() + "/tracefiles";
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
+    const unsigned long id = mysql_thread_id(m);
     auto tracer =
         start_tracer({"--waits", "--stages", "exact", "--format", "pfs-sql", "--output", dir});
     ASSERT_EQ(query(m, "create database mt_db"), 0u);
@@ -803,6 +814,12 @@ TEST_F(ServerTrace, TraceFilesLoadAndMatchTheSummary) {
     auto r = tracer->stop(SIGINT);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     mysql_close(m);
+    // WL#4878 names each file by the connection's account; the header says it too.
+    const std::string actor = server_->user() + "@localhost";
+    std::ifstream own(dir + "/thread." + actor + "." + std::to_string(id));
+    std::string first;
+    ASSERT_TRUE(std::getline(own, first)) << "no trace file thread." << actor << "." << id;
+    EXPECT_EQ(first.rfind("/* MySQL Trace File for " + actor + " on ", 0), 0u) << first;
 
     const std::string merged = server_->root_dir() + "/merged.sql";
     auto files = run_command({"/bin/sh", "-c", "ls " + dir + "/thread.*"});

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "output/server_render.h"
+#include "server/accounts.h"
 #include "server/statement.h"
 
 namespace {
@@ -102,6 +103,45 @@ TEST(ServerStatement, RejectsMalformedRecords) {
     reinterpret_cast<mt_server_statement_event *>(bad.data())->hdr.type = MT_EV_SOCK;
     EXPECT_FALSE(mysqltrace::server::decode_statement(bad, &st));
     EXPECT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+}
+
+TEST(ServerAccount, DecodesNamesAndRejectsGarbage) {
+    mt_server_account_event ev{};
+    ev.hdr.type = MT_EV_SERVER_ACCOUNT;
+    ev.hdr.size = sizeof(ev);
+    ev.thread_id = 42;
+    std::strcpy(ev.user, "app");
+    std::strcpy(ev.host, "10.0.0.7");
+    auto bytes = [](const mt_server_account_event &e) {
+        const auto *p = reinterpret_cast<const uint8_t *>(&e);
+        return std::vector<uint8_t>(p, p + sizeof(e));
+    };
+    mysqltrace::server::Account a;
+    ASSERT_TRUE(mysqltrace::server::decode_account(bytes(ev), &a));
+    EXPECT_EQ(a.thread_id, 42u);
+    EXPECT_EQ(a.actor(), "app@10.0.0.7");
+    // A system thread has no user; a name with control bytes or no
+    // terminator is not trusted.
+    ev.user[0] = '\0';
+    ASSERT_TRUE(mysqltrace::server::decode_account(bytes(ev), &a));
+    EXPECT_EQ(a.actor(), "");
+    std::strcpy(ev.user, "a\x01b");
+    std::memset(ev.host, 'h', sizeof(ev.host));
+    ASSERT_TRUE(mysqltrace::server::decode_account(bytes(ev), &a));
+    EXPECT_EQ(a.user, "");
+    EXPECT_EQ(a.host, "");
+    auto rec = bytes(ev);
+    EXPECT_FALSE(mysqltrace::server::decode_account(
+        std::span<const uint8_t>(rec.data(), rec.size() - 1), &a));
+    ev.hdr.type = MT_EV_SERVER_WAIT;
+    EXPECT_FALSE(mysqltrace::server::decode_account(bytes(ev), &a));
+
+    mysqltrace::server::Accounts accounts;
+    accounts.add({7, "root", "localhost"});
+    EXPECT_EQ(accounts.of(7).actor(), "root@localhost");
+    EXPECT_EQ(accounts.of(8).actor(), "");
+    accounts.add({7, "app", ""});  // after COM_CHANGE_USER
+    EXPECT_EQ(accounts.of(7).actor(), "app");
 }
 
 TEST(ServerStatement, SplitStatementsLoseTheirDelimiter) {

@@ -11,7 +11,31 @@ asm(R"(
     .text
     .globl thd_get_thread_id, thd_query_id, thd_sql_command, thd_current_db
     .globl thd_get_error_number, thd_get_error_message, thd_current_status
-    .globl set_thd_stage_info
+    .globl set_thd_stage_info, thd_user_name, thd_client_host, thd_client_ip
+    .type thd_user_name, @function
+thd_user_name:
+    movq 0x1700(%rdi), %rax
+    testq %rax, %rax
+    je 1f
+    movq 0x8(%rax), %rax
+1:  ret
+    .size thd_user_name, .-thd_user_name
+    .type thd_client_host, @function
+thd_client_host:
+    movq 0x1700(%rdi), %rax
+    testq %rax, %rax
+    je 1f
+    movq (%rax), %rax
+1:  ret
+    .size thd_client_host, .-thd_client_host
+    .type thd_client_ip, @function
+thd_client_ip:
+    movq 0x1700(%rdi), %rax
+    testq %rax, %rax
+    je 1f
+    movq 0x10(%rax), %rax
+1:  ret
+    .size thd_client_ip, .-thd_client_ip
     .type thd_get_thread_id, @function
 thd_get_thread_id:
     movq 0x1118(%rdi), %rax
@@ -135,6 +159,10 @@ TEST(ThdLayout, ReadsOffsetsOffTheCode) {
     EXPECT_EQ(l->examined_row_count, 0x1208);
     EXPECT_EQ(l->proc_info, 0x1500);
     EXPECT_EQ(l->stage_key, 0x1508);
+    EXPECT_EQ(l->security_ctx, 0x1700);
+    EXPECT_EQ(l->sctx_user, 0x8);
+    EXPECT_EQ(l->sctx_host, 0x0);
+    EXPECT_EQ(l->sctx_ip, 0x10);
 }
 
 TEST(ThdLayout, NotAServer) {
@@ -169,6 +197,10 @@ TEST(ThdLayout, MariaDb1011) {
     EXPECT_EQ(l->examined_row_count, 0x3ba0);
     EXPECT_EQ(l->proc_info, 0x2600);
     EXPECT_EQ(l->stage_key, 0x2608);
+    EXPECT_EQ(l->security_ctx, 0x25f8);
+    EXPECT_EQ(l->sctx_user, 0x8);
+    EXPECT_EQ(l->sctx_host, 0x0);
+    EXPECT_EQ(l->sctx_ip, 0x10);
 }
 
 }  // namespace

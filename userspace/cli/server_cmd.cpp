@@ -27,6 +27,7 @@ struct ServerArgs : TraceArgs {
     bool waits = false;
     double min_duration_ms = 0;
     std::string db;
+    std::string user;
 };
 
 server::StageMode stage_mode(const std::string &s) {
@@ -123,6 +124,19 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.ring.bytes_per_cpu = a.ring_kib << 10;
     opts.waits = a.waits;
     server::WaitNamer namer(a.pid, target->file, target->load_bias);
+    // Accounts are sent only for what needs them: trace file names, --user.
+    opts.accounts = pfs_sql || !a.user.empty();
+    if (!a.user.empty() && (target->layout.security_ctx < 0 || target->layout.sctx_user < 0)) {
+        std::cerr << "mysqltrace: --user: cannot find where this build keeps a connection's "
+                     "account (no thd_user_name() accessor that loads it)\n";
+        return kExitFailure;
+    }
+    auto account_of = [&tracer_ptr](uint64_t thread_id) -> const server::Account & {
+        return tracer_ptr->accounts().of(thread_id);
+    };
+    auto other_user = [&](uint64_t thread_id) {
+        return !a.user.empty() && account_of(thread_id).user != a.user;
+    };
     // Waits that began in a statement wait for it (its record comes at its
     // end); those of statements filtered out are dropped with them.
     std::map<uint32_t, std::vector<output::NamedWait>> pending;
@@ -142,7 +156,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         return mine;
     };
     auto on_wait = [&](const server::Wait &w) {
-        if (a.thread_id && w.thread_id != a.thread_id) {
+        if ((a.thread_id && w.thread_id != a.thread_id) || other_user(w.thread_id)) {
             return;
         }
         output::NamedWait nw{w, namer.name(w)};
@@ -155,7 +169,8 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         } else {
             o.write(render.wait(nw));
             if (trace_files) {
-                trace_files->write_block(w.thread_id, "", render.last_events());
+                trace_files->write_block(w.thread_id, account_of(w.thread_id).actor(),
+                                         render.last_events());
             }
         }
     };
@@ -178,7 +193,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto on_statement = [&](const server::Statement &st) {
         statements++;
         auto mine = take_waits(st);
-        if (!a.db.empty() && st.db != a.db) {
+        if ((!a.db.empty() && st.db != a.db) || other_user(st.thread_id)) {
             return;
         }
         shown++;
@@ -187,7 +202,8 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         per_name[server::statement_event_name(st)]++;
         o.write(render.statement(st, mine));
         if (trace_files) {
-            trace_files->write_block(st.thread_id, "", render.last_events());
+            trace_files->write_block(st.thread_id, account_of(st.thread_id).actor(),
+                                     render.last_events());
         }
         maybe_detach();
     };
@@ -283,6 +299,9 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     cmd->add_option("--thread-id", a->thread_id,
                     "Only statements of this connection id (the server's THREAD_ID)");
     cmd->add_option("--db", a->db, "Only statements whose CURRENT_SCHEMA is this");
+    cmd->add_option("--user", a->user,
+                    "Only statements and waits of connections logged in as this user (the "
+                    "account's user name, read once per connection)");
     cmd->add_option("--min-duration", a->min_duration_ms,
                     "Only statements that took at least this long (ms)");
     cmd->add_option("--max-statements", a->max_statements,

@@ -278,6 +278,11 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_sent_rows = l.sent_row_count;
     ro->off_examined_rows = l.examined_row_count;
     ro->off_proc_info = l.proc_info;
+    ro->off_security_ctx = l.security_ctx;
+    ro->off_sctx_user = l.sctx_user;
+    ro->off_sctx_host = l.sctx_host;
+    ro->off_sctx_ip = l.sctx_ip;
+    ro->want_accounts = opts.accounts && l.security_ctx >= 0 && l.sctx_user >= 0;
     ro->max_sql = std::min<uint32_t>(opts.max_sql, MT_MAX_SQL);
     ro->text_lo = target.text_lo;
     ro->text_hi = target.text_hi;
@@ -307,7 +312,10 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         bpf::RingSet::create(t->skel_->obj, opts.ring, [self](std::span<const uint8_t> rec) {
             Statement st;
             Wait w;
-            if (decode_statement(rec, &st)) {
+            Account account;
+            if (decode_account(rec, &account)) {
+                self->accounts_.add(std::move(account));
+            } else if (decode_statement(rec, &st)) {
                 self->sink_(st);
             } else if (decode_wait(rec, &w)) {
                 if (self->wait_sink_) {

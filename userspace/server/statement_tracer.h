@@ -18,6 +18,7 @@
 #include "bpf/handles.h"
 #include "bpf/ring_set.h"
 #include "elf/probe_site.h"
+#include "server/accounts.h"
 #include "server/stage_sites.h"
 #include "server/statement.h"
 #include "server/thd_layout.h"
@@ -65,6 +66,7 @@ struct StatementTracerOptions {
     uint64_t only_thread_id = 0;   // 0: every connection
     uint64_t min_duration_ns = 0;  // shorter statements are dropped in the kernel
     bool waits = false;            // syscall tracepoints: locks, file and socket I/O, idle
+    bool accounts = false;         // send each connection's user@host (accounts())
     bpf::RingOptions ring;
 };
 
@@ -77,6 +79,9 @@ class StatementTracer {
     ~StatementTracer();
     bpf::RingSet &rings() { return *rings_; }
     uint64_t undecodable() const { return undecodable_; }
+    // The account of each connection seen so far (with options.accounts):
+    // known before the connection's statements and waits are handed over.
+    const Accounts &accounts() const { return accounts_; }
     // Probes attached now (statements + stages).
     size_t probe_count() const { return links_.size() + stage_probes_; }
     size_t stage_probe_count() const { return stage_probes_; }
@@ -99,6 +104,7 @@ class StatementTracer {
     std::function<void(const Statement &)> sink_;
     std::function<void(const Wait &)> wait_sink_;
     uint64_t undecodable_ = 0;
+    Accounts accounts_;
     std::map<uint64_t, std::string> names_;
 };
 

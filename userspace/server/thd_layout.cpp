@@ -424,6 +424,18 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file) {
         // Older servers: set_thd_proc_info(thd, info, ...) assigns proc_info = info.
         l.proc_info = first_store(file, "set_thd_proc_info", stores_arg1);
     }
+    // thd->security_ctx->user, ->host, ->ip: two loads each, through the
+    // same Security_context pointer.
+    auto account = [&](std::string_view fn, int64_t &member) {
+        if (auto v = returned(file, fn);
+            v && v->is_load(0, 2) && (l.security_ctx < 0 || v->loads[0] == l.security_ctx)) {
+            l.security_ctx = v->loads[0];
+            member = v->loads[1];
+        }
+    };
+    account("thd_user_name", l.sctx_user);
+    account("thd_client_host", l.sctx_host);
+    account("thd_client_ip", l.sctx_ip);
     return l;
 }
 

@@ -32,8 +32,12 @@ struct ThdLayout {  // -1 = not found
     int64_t da_affected_rows = -1;
     int64_t sent_row_count = -1;
     int64_t examined_row_count = -1;
-    int64_t proc_info = -1;  // const char *: the current stage's name
-    int64_t stage_key = -1;  // PSI_stage_key of the current stage
+    int64_t proc_info = -1;     // const char *: the current stage's name
+    int64_t stage_key = -1;     // PSI_stage_key of the current stage
+    int64_t security_ctx = -1;  // Security_context * (the connection's account)
+    int64_t sctx_user = -1;     // the rest are in Security_context: const char *
+    int64_t sctx_host = -1;
+    int64_t sctx_ip = -1;
 };
 
 // Errors only when thread_id cannot be found; any other field whose code

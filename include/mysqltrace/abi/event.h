@@ -7,7 +7,7 @@
 #include "mysqltrace/abi/types.h"
 
 // Bumped whenever a record layout below changes incompatibly.
-#define MT_ABI_VERSION 2
+#define MT_ABI_VERSION 3
 
 // The largest number of CPUs the per-CPU ring array can serve.
 #define MT_MAX_CPUS 256
@@ -23,6 +23,7 @@ enum mt_event_type {
     MT_EV_PROC = 4,              // traced process forked or exited (struct mt_proc_event)
     MT_EV_API = 5,               // the shim: a MySQL C API call (struct mt_api_event)
     MT_EV_SERVER_WAIT = 6,  // a server thread waited in a syscall (struct mt_server_wait_event)
+    MT_EV_SERVER_ACCOUNT = 8,  // a server connection's account (struct mt_server_account_event)
 };
 
 // Common header of every record. `size` is the whole record including this
@@ -174,6 +175,20 @@ struct mt_server_wait_event {
     __u32 flags;      // enum mt_wait_flags
     __s32 ret;        // the syscall's result when negative (an errno), else 0
     __u32 _pad0;
+};
+
+// The account a server connection runs as, sent once per connection (and
+// again after COM_CHANGE_USER) from its first command or wait: read then,
+// while the connection is alive, not later from userspace.
+#define MT_MAX_ACCOUNT_USER 129  // MariaDB: 128 characters (ASCII names)
+#define MT_MAX_ACCOUNT_HOST 256
+
+struct mt_server_account_event {
+    struct mt_event_header hdr;
+    __u64 thread_id;
+    char user[MT_MAX_ACCOUNT_USER];  // NUL-terminated; empty: none (a system thread)
+    char host[MT_MAX_ACCOUNT_HOST];  // the client's host name, else its IP address
+    __u8 _pad0[7];
 };
 
 // Largest variable part of a statement record.

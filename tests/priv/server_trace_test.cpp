@@ -4,6 +4,7 @@
 // stages checked against the server's own SHOW PROFILE, sampled stages,
 // per-thread CPU, concurrency, and probes that come and go cleanly.
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -883,6 +884,53 @@ TEST_F(ServerTrace, TraceFilesLoadAndMatchTheSummary) {
         "'insert into mt_db.t values (1, ''it''''s \\\\\\\\ a \"test\"'')'");
     ASSERT_TRUE(text.ok());
     EXPECT_EQ((*text)[0][0], "2");  // its start row and its end row, text intact
+}
+
+// WL#4878: a full disk stops the output that cannot be written, with one
+// message naming it; the trace, its other outputs and the server go on.
+TEST_F(ServerTrace, FullFilesystemStopsOnlyThatOutput) {
+    const std::string dir = server_->root_dir() + "/full";
+    ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+    auto mounted = run_command({"/bin/mount", "-t", "tmpfs", "-o", "size=16k", "mt-full", dir});
+    ASSERT_EQ(mounted.exit_code, 0) << mounted.err;
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { run_command({"/bin/umount", "-l", dir}); }
+    } unmount{dir};
+    MYSQL *m = connect();
+    ASSERT_NE(m, nullptr);
+    const unsigned long id = mysql_thread_id(m);
+    const std::string text_file = dir + "/trace.txt";
+    auto files = start_tracer({"--format", "pfs-sql", "--output", dir + "/files"});
+    auto text = start_tracer({"--thread-id", std::to_string(id), "--output", text_file});
+    constexpr int kStatements = 400;  // ~100 KiB of trace file rows, ~40 KiB of text
+    for (int i = 0; i < kStatements; i++) {
+        ASSERT_EQ(query(m, "select repeat('x', 60), " + std::to_string(i)), 0u);
+    }
+    auto rf = files->stop(SIGINT);
+    auto rt = text->stop(SIGINT);
+    EXPECT_EQ(rf.exit_code, 0) << rf.err;
+    EXPECT_EQ(rt.exit_code, 0) << rt.err;
+    const std::string own =
+        dir + "/files/thread." + server_->user() + "@localhost." + std::to_string(id);
+    EXPECT_NE(rf.err.find("mysqltrace: " + own +
+                          ": No space left on device: trace of this thread stopped"),
+              std::string::npos)
+        << rf.err;
+    EXPECT_NE(rt.err.find("mysqltrace: writing " + text_file +
+                          " failed: No space left on device; this output is disabled"),
+              std::string::npos)
+        << rt.err;
+    // Every statement was still traced, and the summary on stdout is whole.
+    EXPECT_NE(rf.out.find("# statement/sql/select x" + std::to_string(kStatements) + ","),
+              std::string::npos)
+        << rf.out;
+    EXPECT_NE(rt.err.find("mysqltrace: " + std::to_string(kStatements) + " statements"),
+              std::string::npos)
+        << rt.err;
+    // The server never noticed.
+    EXPECT_EQ(query(m, "select 1"), 0u);
+    mysql_close(m);
 }
 
 TEST_F(ServerTrace, EventsArriveWhileTracing) {

@@ -22,7 +22,7 @@ enum mt_event_type {
     MT_EV_SOCK = 3,              // socket syscall of a traced client (struct mt_sock_event)
     MT_EV_PROC = 4,              // traced process forked or exited (struct mt_proc_event)
     MT_EV_API = 5,               // the shim: a MySQL C API call (struct mt_api_event)
-    MT_EV_SERVER_WAIT = 6,  // a server thread waited in a syscall (struct mt_server_wait_event)
+    MT_EV_SERVER_WAIT = 6,     // a server thread waited in a syscall (struct mt_server_wait_event)
     MT_EV_SERVER_ACCOUNT = 8,  // a server connection's account (struct mt_server_account_event)
 };
 

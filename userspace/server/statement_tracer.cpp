@@ -14,6 +14,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "bpf/uprobe_multi.h"
 #include "elf/disassembler.h"
 #include "elf/elf_file.h"
 #include "mysqltrace/abi/event.h"
@@ -63,48 +64,6 @@ int64_t lea_accessor_offset(const elf::ElfFile &file, const char *symbol) {
         return -1;
     }
     return m.mem.disp;
-}
-
-// One BPF link for many uprobes (kernel 6.6+). Debian's libbpf 1.1 and UAPI
-// headers predate it, so the attach type and link_create layout are spelled
-// out here (include/uapi/linux/bpf.h). Hundreds of separate uprobes detach
-// one by one, each waiting for an RCU grace period: ~0.1 s apiece here,
-// 20 s for the stage sites; one multi link goes at once.
-constexpr uint32_t kTraceUprobeMulti = 48;  // BPF_TRACE_UPROBE_MULTI
-
-struct UprobeMultiLinkAttr {
-    uint32_t prog_fd;
-    uint32_t target_fd;
-    uint32_t attach_type;
-    uint32_t flags;
-    uint64_t path;
-    uint64_t offsets;
-    uint64_t ref_ctr_offsets;
-    uint64_t cookies;
-    uint32_t cnt;
-    uint32_t multi_flags;
-    uint32_t pid;
-    uint32_t pad;
-};
-
-Result<bpf::Fd> attach_uprobe_multi(bpf_program *prog, pid_t pid, const std::string &path,
-                                    const std::vector<uint64_t> &offsets,
-                                    const std::vector<uint64_t> &cookies) {
-    UprobeMultiLinkAttr a{};
-    a.prog_fd = static_cast<uint32_t>(bpf_program__fd(prog));
-    a.attach_type = kTraceUprobeMulti;
-    a.path = reinterpret_cast<uint64_t>(path.c_str());
-    a.offsets = reinterpret_cast<uint64_t>(offsets.data());
-    a.cookies = reinterpret_cast<uint64_t>(cookies.data());
-    a.cnt = static_cast<uint32_t>(offsets.size());
-    a.pid = static_cast<uint32_t>(pid);
-    long fd = ::syscall(SYS_bpf, 28 /* BPF_LINK_CREATE */, &a, sizeof(a));
-    if (fd < 0) {
-        return make_error(errno, "cannot attach " + std::to_string(offsets.size()) +
-                                     " stage-site uprobes to pid " + std::to_string(pid) +
-                                     " (one uprobe_multi link needs Linux 6.6 or later)");
-    }
-    return bpf::Fd(static_cast<int>(fd));
 }
 
 // Runtime address minus file address of the traced binary's code.
@@ -300,8 +259,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     if (auto r = bpf::size_scratch_slots(t->skel_->obj); !r) {
         return r.error();
     }
-    bpf_program__set_expected_attach_type(t->skel_->progs.server_stage,
-                                          static_cast<bpf_attach_type>(kTraceUprobeMulti));
+    bpf::prepare_uprobe_multi(t->skel_->progs.server_stage);
     if (int err = ::server::load(t->skel_); err != 0) {
         return make_error(err, "cannot load the server BPF programs");
     }
@@ -413,7 +371,8 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
             offsets.push_back(target.stages[i].probe_offset);
             cookies.push_back(i);
         }
-        auto l = attach_uprobe_multi(progs->server_stage, target.pid, target.exe, offsets, cookies);
+        auto l =
+            bpf::attach_uprobe_multi(progs->server_stage, target.pid, target.exe, offsets, cookies);
         if (!l) {
             return l.error();
         }

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,10 +15,35 @@ namespace {
 
 using mysqltrace::output::OutputFile;
 
+using mysqltrace::output::Rotation;
+
 std::string temp_dir() {
     char tmpl[] = "/tmp/mysqltrace-unit-XXXXXX";
     const char *d = mkdtemp(tmpl);
     return d != nullptr ? d : "";
+}
+
+std::string slurp(const std::string &path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+bool exists(const std::string &path) {
+    struct stat st {};
+    return lstat(path.c_str(), &st) == 0;
+}
+
+void remove_tree(const std::string &dir) {
+    std::string cmd = "rm -rf '" + dir + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+}
+
+// "event 00 ......\n": 24 bytes each, numbered so order can be checked.
+std::string event(int i) {
+    std::string s = "event " + std::string(i < 10 ? "0" : "") + std::to_string(i) + " ";
+    return s + std::string(23 - s.size(), '.') + "\n";
 }
 
 TEST(OutputFile, CreatedOwnerOnly) {
@@ -67,6 +94,136 @@ TEST(OutputFile, FullDiskDisablesOutputWithMessage) {
     EXPECT_EQ(
         err,
         "mysqltrace: writing /dev/full failed: No space left on device; this output is disabled\n");
+}
+
+TEST(OutputFile, RotatesBeforeExceedingSizeKeepingWholeEvents) {
+    std::string dir = temp_dir();
+    std::string path = dir + "/trace.log";
+    {
+        // Four 24-byte events fit in 100 bytes; the fifth starts a new file.
+        auto o = OutputFile::open(path, false, Rotation{100, 2});
+        ASSERT_TRUE(o.ok()) << o.error().message;
+        for (int i = 0; i < 14; i++) {
+            (*o)->write(event(i));
+        }
+        EXPECT_FALSE((*o)->failed());
+    }
+    std::string all;
+    for (int i = 0; i < 14; i++) {
+        all += event(i);
+    }
+    // 14 events: files of 4, 4, 4, 2; the first file was dropped (keep 2).
+    EXPECT_EQ(slurp(path + ".2"), all.substr(4 * 24, 4 * 24));
+    EXPECT_EQ(slurp(path + ".1"), all.substr(8 * 24, 4 * 24));
+    EXPECT_EQ(slurp(path), all.substr(12 * 24));
+    EXPECT_FALSE(exists(path + ".3"));
+    for (const std::string &p : {path, path + ".1", path + ".2"}) {
+        struct stat st {};
+        ASSERT_EQ(stat(p.c_str(), &st), 0);
+        EXPECT_EQ(st.st_mode & 0777, 0600u) << p;
+        EXPECT_LE(st.st_size, 100) << p;
+    }
+    remove_tree(dir);
+}
+
+TEST(OutputFile, EventLargerThanRotationSizeIsWrittenWhole) {
+    std::string dir = temp_dir();
+    std::string path = dir + "/trace.log";
+    std::string big(300, 'x');
+    {
+        auto o = OutputFile::open(path, false, Rotation{100, 3});
+        ASSERT_TRUE(o.ok());
+        (*o)->write("small\n");
+        (*o)->write(big);
+        (*o)->write("after\n");
+    }
+    EXPECT_EQ(slurp(path + ".2"), "small\n");
+    EXPECT_EQ(slurp(path + ".1"), big);
+    EXPECT_EQ(slurp(path), "after\n");
+    remove_tree(dir);
+}
+
+TEST(OutputFile, RotationKeepsAnExistingFileInsteadOfTruncatingIt) {
+    std::string dir = temp_dir();
+    std::string path = dir + "/trace.log";
+    std::ofstream(path) << "previous run\n";
+    std::ofstream(path + ".1") << "older run\n";
+    {
+        auto o = OutputFile::open(path, false, Rotation{1 << 20, 5});
+        ASSERT_TRUE(o.ok());
+        (*o)->write("this run\n");
+    }
+    EXPECT_EQ(slurp(path), "this run\n");
+    EXPECT_EQ(slurp(path + ".1"), "previous run\n");
+    EXPECT_EQ(slurp(path + ".2"), "older run\n");
+    remove_tree(dir);
+}
+
+TEST(OutputFile, RotationWithKeepZeroStartsOver) {
+    std::string dir = temp_dir();
+    std::string path = dir + "/trace.log";
+    {
+        auto o = OutputFile::open(path, false, Rotation{10, 0});
+        ASSERT_TRUE(o.ok());
+        (*o)->write("first 789\n");
+        (*o)->write("second\n");
+    }
+    EXPECT_EQ(slurp(path), "second\n");
+    EXPECT_FALSE(exists(path + ".1"));
+    remove_tree(dir);
+}
+
+TEST(OutputFile, RotationRefusesSymlinkAndMovesRotatedLinksUnfollowed) {
+    std::string dir = temp_dir();
+    std::string path = dir + "/trace.log";
+    std::string target = dir + "/target";
+    ASSERT_EQ(symlink(target.c_str(), path.c_str()), 0);
+    auto refused = OutputFile::open(path, false, Rotation{100, 2});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().message,
+              "cannot create " + path + ": Too many levels of symbolic links");
+    ASSERT_EQ(unlink(path.c_str()), 0);
+
+    // A link planted among the rotated files is renamed, not written through.
+    ASSERT_EQ(symlink(target.c_str(), (path + ".1").c_str()), 0);
+    {
+        auto o = OutputFile::open(path, false, Rotation{10, 2});
+        ASSERT_TRUE(o.ok());
+        (*o)->write("one 56789\n");
+        (*o)->write("two 56789\n");
+    }
+    EXPECT_FALSE(exists(target));
+    struct stat st {};
+    ASSERT_EQ(lstat((path + ".2").c_str(), &st), 0);
+    EXPECT_TRUE(S_ISLNK(st.st_mode));
+    EXPECT_EQ(slurp(path + ".1"), "one 56789\n");
+    EXPECT_EQ(slurp(path), "two 56789\n");
+    remove_tree(dir);
+}
+
+TEST(OutputFile, FailedRotationDisablesOutputWithMessage) {
+    std::string dir = temp_dir();
+    std::string path = dir + "/trace.log";
+    auto o = OutputFile::open(path, false, Rotation{10, 2});
+    ASSERT_TRUE(o.ok());
+    (*o)->write("one 56789\n");
+    // The directory goes away: the new file cannot be created.
+    ASSERT_EQ(unlink(path.c_str()), 0);
+    ASSERT_EQ(rmdir(dir.c_str()), 0);
+    testing::internal::CaptureStderr();
+    (*o)->write("two 56789\n");
+    (*o)->write("three 789\n");
+    (*o)->flush();
+    std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_TRUE((*o)->failed());
+    EXPECT_EQ(err, "mysqltrace: rotating " + path +
+                       " failed: No such file or directory; this output is disabled\n");
+}
+
+TEST(OutputFile, RotationNeedsAFile) {
+    auto o = OutputFile::open("", false, Rotation{100, 2});
+    ASSERT_FALSE(o.ok());
+    EXPECT_EQ(o.error().message, "rotation needs an output file, not standard output");
 }
 
 }  // namespace

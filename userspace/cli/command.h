@@ -4,13 +4,14 @@
 #pragma once
 
 #include <functional>
-
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "bpf/ring_set.h"
+#include "output/output_file.h"
 #include "trace/trace_loop.h"
 #include "util/result.h"
 
@@ -35,10 +36,18 @@ struct TraceArgs {
     std::string output;
     double duration = 0;
     uint64_t ring_kib = 4096;
+    uint64_t rotate_size = 0;  // bytes; 0: --output is never rotated
+    unsigned rotate_keep = 5;
 };
 
-// Registers --format (one of `formats`), --output, --duration, --ring-kib.
+// Registers --format (one of `formats`), --output, --duration, --ring-kib,
+// --rotate-size, --rotate-keep.
 void add_trace_options(CLI::App *cmd, TraceArgs &args, const std::vector<std::string> &formats);
+
+// Opens --output (stdout, or stderr with to_stderr, when none) with the
+// rotation the options ask for.
+Result<std::unique_ptr<output::OutputFile>> open_trace_output(const TraceArgs &args,
+                                                              bool to_stderr = false);
 
 // Ends a trace on stderr: "mysqltrace: <totals>, <drops>; <why it stopped>",
 // then any error on its own line. Returns the exit code.

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <cerrno>
 #include <iostream>
 
 #include "cli/command.h"
@@ -9,14 +10,35 @@ void add_trace_options(CLI::App *cmd, TraceArgs &args, const std::vector<std::st
     cmd->add_option("-f,--format", args.format, "Output format")
         ->check(CLI::IsMember(formats))
         ->capture_default_str();
-    cmd->add_option("-o,--output", args.output,
-                    "Write events here (created 0600) instead of stdout");
+    auto *output = cmd->add_option("-o,--output", args.output,
+                                   "Write events here (created 0600) instead of stdout");
     cmd->add_option("-d,--duration", args.duration,
                     "Stop after this many seconds (default: Ctrl-C or the traced process's exit)")
         ->check(CLI::NonNegativeNumber);
     cmd->add_option("--ring-kib", args.ring_kib, "Ring buffer size per CPU, KiB")
         ->check(CLI::Range(4, 1 << 20))
         ->capture_default_str();
+    cmd->add_option("--rotate-size", args.rotate_size,
+                    "With --output FILE: before FILE would grow past SIZE (bytes, or with a "
+                    "k/M/G suffix: 100M), rename it to FILE.1 (FILE.1 to FILE.2, ...) and "
+                    "start a new FILE; an existing FILE is then rotated instead of truncated")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 50))
+        ->option_text("SIZE")
+        ->needs(output);
+    cmd->add_option("--rotate-keep", args.rotate_keep,
+                    "Rotated files kept with --rotate-size (FILE.1 ... FILE.N); 0 keeps none")
+        ->check(CLI::Range(0, 1000))
+        ->capture_default_str();
+}
+
+Result<std::unique_ptr<output::OutputFile>> open_trace_output(const TraceArgs &args,
+                                                              bool to_stderr) {
+    if (args.rotate_size > 0 && (args.output.empty() || args.output == "-")) {
+        return Error{EINVAL, "--rotate-size needs --output FILE"};
+    }
+    return output::OutputFile::open(args.output, to_stderr,
+                                    output::Rotation{args.rotate_size, args.rotate_keep});
 }
 
 int report_end(const std::string &totals, const bpf::RingStats &stats,

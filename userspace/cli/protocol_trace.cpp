@@ -28,7 +28,7 @@ void add_protocol_options(CLI::App *cmd, ProtocolArgs &a) {
 }
 
 int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const GlobalOptions &g) {
-    auto out = output::OutputFile::open(a.output, s.to_stderr);
+    auto out = open_trace_output(a, s.to_stderr);
     if (!out) {
         std::cerr << "mysqltrace: " << out.error().message << "\n";
         return kExitFailure;

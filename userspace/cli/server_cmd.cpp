@@ -87,6 +87,11 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                      "server thread goes there)\n";
         return kExitUsage;
     }
+    if (pfs_sql && a.rotate_size > 0) {
+        std::cerr << "mysqltrace: --rotate-size rotates an --output file, not the pfs-sql "
+                     "trace directory\n";
+        return kExitUsage;
+    }
     std::unique_ptr<output::PfsSqlWriter> trace_files;
     if (pfs_sql) {
         auto w = output::PfsSqlWriter::open(a.output);
@@ -96,7 +101,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         }
         trace_files = std::move(w).value();
     }
-    auto out = output::OutputFile::open(pfs_sql ? "" : a.output);
+    auto out = pfs_sql ? output::OutputFile::open("") : open_trace_output(a);
     if (!out) {
         std::cerr << "mysqltrace: " << out.error().message << "\n";
         return kExitFailure;

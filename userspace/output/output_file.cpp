@@ -5,15 +5,62 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace mysqltrace::output {
 
-Result<std::unique_ptr<OutputFile>> OutputFile::open(const std::string &path, bool to_stderr) {
+namespace {
+
+// O_NOFOLLOW: never write through a symlink someone planted at the path.
+// O_EXCL after a rotation: the name was just renamed away, so anything there
+// now was put there by someone else.
+FILE *create(const std::string &path, bool exclusive, int &err) {
+    int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
+    int fd = ::open(path.c_str(), flags, 0600);
+    if (fd < 0) {
+        err = errno;
+        return nullptr;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (f == nullptr) {
+        err = errno;
+        ::close(fd);
+    }
+    return f;
+}
+
+// FILE.<keep-1> -> FILE.<keep> (replacing the oldest), ..., FILE -> FILE.1.
+// rename() moves a symlink itself, never what it points to.
+int shift_files(const std::string &path, unsigned keep) {
+    if (keep == 0) {
+        return ::unlink(path.c_str()) != 0 && errno != ENOENT ? errno : 0;
+    }
+    for (unsigned i = keep; i > 1; i--) {
+        std::string from = path + "." + std::to_string(i - 1);
+        if (::rename(from.c_str(), (path + "." + std::to_string(i)).c_str()) != 0 &&
+            errno != ENOENT) {
+            return errno;
+        }
+    }
+    // ENOENT: FILE was removed under us; there is nothing to keep.
+    if (::rename(path.c_str(), (path + ".1").c_str()) != 0 && errno != ENOENT) {
+        return errno;
+    }
+    return 0;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<OutputFile>> OutputFile::open(const std::string &path, bool to_stderr,
+                                                     const Rotation &rotation) {
     // A reader that goes away (| head) must end in a message, not SIGPIPE.
     std::signal(SIGPIPE, SIG_IGN);
     std::unique_ptr<OutputFile> o(new OutputFile());
     if (path.empty() || path == "-") {
+        if (rotation.max_bytes > 0) {
+            return Error{EINVAL, "rotation needs an output file, not standard output"};
+        }
         o->f_ = to_stderr ? stderr : stdout;
         o->name_ = to_stderr ? "standard error" : "standard output";
         if (to_stderr) {
@@ -23,46 +70,76 @@ Result<std::unique_ptr<OutputFile>> OutputFile::open(const std::string &path, bo
         }
         return o;
     }
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        return make_error(errno, "cannot create " + path);
+    if (rotation.max_bytes > 0) {
+        struct stat st {};
+        if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+            if (int e = shift_files(path, rotation.keep); e != 0) {
+                return make_error(e, "cannot rotate " + path);
+            }
+        }
     }
-    o->f_ = fdopen(fd, "w");
+    int err = 0;
+    o->f_ = create(path, false, err);
     if (o->f_ == nullptr) {
-        int e = errno;
-        ::close(fd);
-        return make_error(e, "cannot open " + path);
+        return make_error(err, "cannot create " + path);
     }
     o->owned_ = true;
     o->name_ = path;
+    o->rotation_ = rotation;
     return o;
 }
 
 OutputFile::~OutputFile() {
     flush();
     if (owned_ && f_ != nullptr && fclose(f_) != 0 && !failed_) {
-        fail(errno);
+        fail("writing", errno);
     }
 }
 
-void OutputFile::fail(int err) {
+void OutputFile::fail(const char *doing, int err) {
     failed_ = true;
-    std::fprintf(stderr, "mysqltrace: writing %s failed: %s; this output is disabled\n",
+    std::fprintf(stderr, "mysqltrace: %s %s failed: %s; this output is disabled\n", doing,
                  name_.c_str(), std::strerror(err));
+}
+
+void OutputFile::rotate() {
+    FILE *old = f_;
+    f_ = nullptr;
+    if (fclose(old) != 0) {
+        fail("writing", errno);
+        return;
+    }
+    int err = shift_files(name_, rotation_.keep);
+    if (err == 0) {
+        f_ = create(name_, true, err);
+    }
+    if (f_ == nullptr) {
+        fail("rotating", err);
+        return;
+    }
+    size_ = 0;
 }
 
 void OutputFile::write(std::string_view s) {
     if (failed_ || s.empty()) {
         return;
     }
-    if (fwrite(s.data(), 1, s.size(), f_) != s.size()) {
-        fail(errno);
+    if (rotation_.max_bytes > 0 && size_ > 0 && size_ + s.size() > rotation_.max_bytes) {
+        rotate();
+        if (failed_) {
+            return;
+        }
     }
+    if (fwrite(s.data(), 1, s.size(), f_) != s.size()) {
+        fail("writing", errno);
+        return;
+    }
+    size_ += s.size();
 }
 
 void OutputFile::flush() {
     if (!failed_ && f_ != nullptr && fflush(f_) != 0) {
-        fail(errno);
+        fail("writing", errno);
     }
 }
 

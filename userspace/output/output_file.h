@@ -4,6 +4,7 @@
 // one clear message instead of killing the trace (as WL#4878 asks).
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -13,12 +14,22 @@
 
 namespace mysqltrace::output {
 
+// Size-based rotation of a file output, for long-running traces (the
+// systemd service): before a write would take FILE past max_bytes, FILE.<keep>
+// is dropped, FILE.<n> becomes FILE.<n+1>, FILE becomes FILE.1 and a new FILE
+// is created. A write is never split, so every file holds whole events.
+struct Rotation {
+    uint64_t max_bytes = 0;  // 0: never rotate
+    unsigned keep = 5;       // rotated files kept, FILE.1 ... FILE.<keep>; 0: none
+};
+
 class OutputFile {
   public:
     // "-" or empty: stdout (stderr with to_stderr, for `run`, whose command
-    // owns stdout).
-    static Result<std::unique_ptr<OutputFile>> open(const std::string &path,
-                                                    bool to_stderr = false);
+    // owns stdout). With rotation, an existing non-empty FILE is rotated
+    // away instead of truncated, so a restarted trace keeps the last one.
+    static Result<std::unique_ptr<OutputFile>> open(const std::string &path, bool to_stderr = false,
+                                                    const Rotation &rotation = {});
     ~OutputFile();
     OutputFile(const OutputFile &) = delete;
     OutputFile &operator=(const OutputFile &) = delete;
@@ -30,12 +41,17 @@ class OutputFile {
 
   private:
     OutputFile() = default;
-    void fail(int err);
+    void fail(const char *doing, int err);
+    // Closes FILE, shifts the numbered files and creates a new FILE; on
+    // failure the output is disabled.
+    void rotate();
 
     FILE *f_ = nullptr;
     bool owned_ = false;
     bool failed_ = false;
     std::string name_;
+    Rotation rotation_;
+    uint64_t size_ = 0;  // bytes written to the current file
 };
 
 }  // namespace mysqltrace::output

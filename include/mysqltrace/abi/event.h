@@ -23,6 +23,7 @@ enum mt_event_type {
     MT_EV_PROC = 4,              // traced process forked or exited (struct mt_proc_event)
     MT_EV_API = 5,               // the shim: a MySQL C API call (struct mt_api_event)
     MT_EV_SERVER_WAIT = 6,     // a server thread waited in a syscall (struct mt_server_wait_event)
+    MT_EV_CALL = 7,            // `calls`: a function entry/return, annotation or thread exit
     MT_EV_SERVER_ACCOUNT = 8,  // a server connection's account (struct mt_server_account_event)
 };
 
@@ -286,4 +287,63 @@ struct mt_api_event {
     __u32 copied;      // bytes of it in data[]
     char sqlstate[8];  // end: mysql_sqlstate() on failure, NUL-terminated
     __u8 data[];
+};
+
+// ---- Call tracing (bpf/calls.bpf.c) ----
+
+enum mt_call_kind {
+    MT_CALL_ENTRY = 1,        // a traced function was entered
+    MT_CALL_RETURN = 2,       // it returned (uretprobe)
+    MT_CALL_USDT = 3,         // a USDT probe asked for with --usdt fired
+    MT_CALL_THREAD_EXIT = 4,  // a thread that produced records exited
+    // An unwinder was entered (exception thrown, forced unwind, stack walk):
+    // the return addresses that return probes had replaced were put back
+    // so that it can walk the stack. func: enum mt_call_unwinder; value: how
+    // many were put back.
+    MT_CALL_UNWIND = 5,
+    // An exception was caught (__cxa_begin_catch): calls above sp live on,
+    // and their return probes were re-armed. value: how many.
+    MT_CALL_CATCH = 6,
+};
+
+enum mt_call_unwinder {
+    MT_UNWIND_RAISE = 0,    // _Unwind_RaiseException: a C++ throw
+    MT_UNWIND_RESUME = 1,   // _Unwind_Resume: unwinding goes on after a cleanup
+    MT_UNWIND_RETHROW = 2,  // _Unwind_Resume_or_Rethrow
+    MT_UNWIND_FORCED = 3,   // _Unwind_ForcedUnwind: pthread_exit, thread cancellation
+    MT_UNWIND_WALK = 4,     // _Unwind_Backtrace: backtrace(), crash handlers
+};
+
+struct mt_call_event {
+    struct mt_event_header hdr;
+    // Records of this thread so far, this one included (1, 2, ...); a gap
+    // means records were lost there. 0: unknown (the sequence map was full).
+    __u64 seq;
+    // ENTRY: the stack pointer at the probe, which points at the return
+    // address; RETURN: after the return popped it (entry sp + 8); USDT: at
+    // the probe site.
+    __u64 sp;
+    // ENTRY: the return address (the caller's call site); RETURN: rax;
+    // USDT: the first argument (0 if it has none); UNWIND, CATCH: a count.
+    __u64 value;
+    __u32 func;  // ENTRY/RETURN: the attach cookie, an index into userspace's
+                 // function table; USDT: the annotation's index; UNWIND: the unwinder
+    __u32 kind;  // enum mt_call_kind
+};
+
+// Where a kernel refuses BPF writes to user memory (lockdown), the unwinder
+// guard stops the process instead (SIGSTOP) and asks mysqltrace, through a
+// ring of its own, to put these return addresses back and continue it.
+#define MT_CALL_FIXUP_SLOTS 64  // the kernel's MAX_URETPROBE_DEPTH
+
+struct mt_call_fixup {
+    __u32 tgid;
+    __u32 tid;
+    __u32 count;  // pairs filled in; those with slot 0 need nothing
+    __u32 _pad0;
+    __u64 trampoline;  // what a slot holds while its return probe is armed
+    struct {
+        __u64 slot;  // stack address of a replaced return address
+        __u64 orig;  // the original return address
+    } pairs[MT_CALL_FIXUP_SLOTS];
 };

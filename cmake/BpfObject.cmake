@@ -41,6 +41,9 @@ function(mysqltrace_bpf_object name source)
   add_custom_command(
     OUTPUT ${_obj}
     COMMAND ${BPF_CLANG} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall ${_werror}
+            # The object, with its BTF line info, is embedded in the program:
+            # no build paths in it, so that builds are reproducible.
+            -ffile-prefix-map=${PROJECT_SOURCE_DIR}=. -ffile-prefix-map=${CMAKE_BINARY_DIR}=build
             -I${_bpf_gen_dir} -I${PROJECT_SOURCE_DIR}/bpf -I${PROJECT_SOURCE_DIR}/include
             -idirafter /usr/include/x86_64-linux-gnu
             -c ${_src} -o ${_obj}

@@ -15,8 +15,9 @@ packages=(
   python3 python3-pymysql procps openssl
   # benchmarks
   sysbench
-  # packaging
-  debhelper dpkg-dev lintian fakeroot
+  # packaging: build (packaging/debian/control's Build-Depends are above),
+  # check and test the .deb (packaging/test-deb.sh)
+  debhelper dpkg-dev lintian fakeroot diffoscope-minimal man-db systemd
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -12,6 +12,9 @@ mt_build
 "$mt_root/scripts/fuzz.sh" "${MYSQLTRACE_FUZZ_SECONDS:-30}"
 # Benchmarks only have to run here; their numbers are read, not asserted.
 BUILD_DIR="$BUILD_DIR" "$mt_root/bench/run.sh" --smoke
+# The Debian package: built twice from one export of the tree (the builds
+# must be identical), lintian, installed, traced with, purged.
+MYSQLTRACE_REQUIRE_PRIV=1 "$mt_root/packaging/test-deb.sh"
 # Last, so that the test summary closes the output.
 export MYSQLTRACE_REQUIRE_PRIV=1
 cd "$BUILD_DIR"

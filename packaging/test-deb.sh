@@ -1,0 +1,401 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Tests the Debian package end to end, as root on Debian 12:
+#
+#   packaging/test-deb.sh [--once | --use DIR] [--keep]
+#
+# 1. Exports the tree once and builds the package from it twice, in two
+#    directories: the builds must be identical (diffoscope, or file lists and
+#    checksums, show what differs). --once builds once and skips this;
+#    --use DIR tests the package already built in DIR (build-deb.sh --out).
+# 2. lintian on the .changes: no error, and every warning is listed with its
+#    reason in packaging/README.md.
+# 3. apt-get install ./mysqltrace_*.deb, then checks the installed files, the
+#    man page, the completion and the systemd unit (valid, not enabled).
+# 4. Using only installed paths: mysqltrace doctor; a throwaway MariaDB
+#    server traced by `mysqltrace server` into rotating files; a client run
+#    under `mysqltrace run` (the installed shim); the service's wrapper with
+#    the installed settings and the unit's capabilities; pfs-sql trace files
+#    merged and loaded into the tables of the installed schema.sql.
+# 5. apt-get purge: no file of the package, nor /etc/mysqltrace or
+#    /var/log/mysqltrace, nor the link of an instance enabled in step 3, is
+#    left, and nothing else named *mysqltrace*.
+#
+# It needs root. Without, it skips, unless MYSQLTRACE_REQUIRE_PRIV=1, when it
+# fails (as CI runs it). --keep keeps the work directory. Times per step are
+# printed at the end.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+once=0
+keep=0
+use=
+while [[ $# -gt 0 ]]; do
+  case $1 in
+  --once) once=1 ;;
+  --keep) keep=1 ;;
+  --use) use=$(cd "$2" && pwd); shift ;;
+  -h | --help) sed -n '4,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "test-deb: unknown argument: $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+log() { echo "test-deb: $*"; }
+fail() {
+  echo "test-deb: FAIL: $*" >&2
+  exit 1
+}
+cannot_run() {
+  if [[ ${MYSQLTRACE_REQUIRE_PRIV:-0} = 1 ]]; then
+    fail "cannot run: $* (MYSQLTRACE_REQUIRE_PRIV=1)"
+  fi
+  log "SKIPPED: $*"
+  exit 0
+}
+
+[[ $(id -u) -eq 0 ]] || cannot_run "needs root (apt-get install and purge, BPF)"
+for tool in dpkg-buildpackage lintian apt-get setpriv systemd-escape mariadbd mariadb; do
+  command -v "$tool" >/dev/null ||
+    cannot_run "$tool is missing (scripts/install-deps.sh installs it)"
+done
+if dpkg-query -W -f='${Status}' mysqltrace 2>/dev/null | grep -q ' installed$'; then
+  fail "the mysqltrace package is installed here already; this test installs and purges it"
+fi
+
+build=$root/packaging/build-deb.sh
+sandbox=$root/scripts/mariadb-sandbox.sh
+arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+mt=/usr/sbin/mysqltrace
+shim=/usr/lib/$multiarch/mysqltrace/libmysqltrace-shim.so
+unit=/lib/systemd/system/mysqltrace@.service
+work=$(mktemp -d -t mysqltrace-test-deb-XXXXXX)
+installed=0
+bg=""
+times=()
+
+cleanup() {
+  local rc=$?
+  if [[ -n $bg ]]; then kill "$bg" 2>/dev/null || true; fi
+  if [[ -d $work/server ]]; then "$sandbox" stop "$work/server" >/dev/null 2>&1 || true; fi
+  if [[ $installed = 1 ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get purge -y -q mysqltrace >/dev/null 2>&1 || true
+  fi
+  if [[ $keep = 1 || $rc -ne 0 ]]; then
+    echo "test-deb: work directory kept: $work" >&2
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+
+step_start=$SECONDS
+step_done() {
+  times+=("$1 $((SECONDS - step_start))s")
+  step_start=$SECONDS
+}
+
+# Files named *mysqltrace* outside the work trees: the same before install
+# and after purge.
+leftovers() {
+  find /etc /usr /var /lib /opt /srv -xdev -name '*mysqltrace*' 2>/dev/null | sort
+}
+leftovers >"$work/before"
+
+# ---- 1. Two builds of one export ----
+builds=()
+if [[ -z $use ]]; then
+  export_dir=$("$build" --export-only "$work/export")
+  builds=(one)
+  [[ $once = 1 ]] || builds+=(two-in-a-longer-directory)
+else
+  once=1
+fi
+for b in "${builds[@]}"; do
+  log "building the package ($b)"
+  if ! "$build" --from "$export_dir" --out "$work/out-$b" --work "$work/build-$b" \
+    >"$work/build-$b.log" 2>&1; then
+    tail -n 40 "$work/build-$b.log" >&2
+    fail "the package build failed (log: $work/build-$b.log)"
+  fi
+  step_done "build-$b"
+done
+out=${use:-$work/out-one}
+debs=("$out"/mysqltrace_*_"$arch".deb)
+deb=${debs[0]}
+[[ ${#debs[@]} -eq 1 && -f $deb ]] || fail "not one mysqltrace .deb in $out"
+changes=${deb%.deb}.changes
+
+# Contents of a .deb, to compare when the archives themselves differ: the
+# control files and every data member's metadata and checksum.
+deb_contents() {
+  local d=$2/x
+  rm -rf "$d"
+  mkdir -p "$d/control" "$d/data"
+  dpkg-deb --ctrl-tarfile "$1" | tar -C "$d/control" -xf -
+  dpkg-deb --fsys-tarfile "$1" | tar -C "$d/data" -xf -
+  dpkg-deb --fsys-tarfile "$1" | tar -tvf - | sort -k6
+  (cd "$d" && find . -type f -print0 | sort -z | xargs -0 md5sum)
+}
+
+if [[ $once = 0 ]]; then
+  two=$work/out-two-in-a-longer-directory
+  (cd "$out" && ls -- *.deb) >"$work/debs-one"
+  (cd "$two" && ls -- *.deb) >"$work/debs-two"
+  diff -u "$work/debs-one" "$work/debs-two" || fail "the two builds made different packages"
+  while read -r f; do
+    if cmp -s "$out/$f" "$two/$f"; then
+      log "reproducible: $f is byte for byte the same in both builds"
+      continue
+    fi
+    deb_contents "$out/$f" "$work/cmp-one" >"$work/contents-one"
+    deb_contents "$two/$f" "$work/cmp-two" >"$work/contents-two"
+    if diff -u "$work/contents-one" "$work/contents-two" >"$work/contents.diff"; then
+      log "reproducible: $f has the same contents in both builds (the archives differ)"
+      continue
+    fi
+    if command -v diffoscope >/dev/null; then
+      diffoscope --text - "$out/$f" "$two/$f" | head -n 200 >&2 || true
+    else
+      head -n 100 "$work/contents.diff" >&2
+    fi
+    fail "not reproducible: $f differs between two builds of the same tree"
+  done <"$work/debs-one"
+  step_done "compare"
+fi
+
+# ---- 2. lintian ----
+log "lintian $(basename "$changes")"
+lintian --display-info --tag-display-limit 0 "$changes" >"$work/lintian.out" 2>&1 || true
+grep -v '^running with root privileges' "$work/lintian.out" | sed 's/^/  /' || true
+if grep -q '^E: ' "$work/lintian.out"; then
+  fail "lintian reports errors"
+fi
+while read -r tag; do
+  grep -q "\`$tag\`" "$root/packaging/README.md" ||
+    fail "lintian warning $tag is neither fixed nor listed in packaging/README.md"
+done < <(sed -n 's/^W: [^:]*: \([^ ]*\).*/\1/p' "$work/lintian.out" | sort -u)
+step_done "lintian"
+
+# ---- 3. Install ----
+log "apt-get install $deb"
+installed=1
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$deb" \
+  >"$work/install.log" 2>&1 || {
+  cat "$work/install.log" >&2
+  fail "apt-get install failed"
+}
+dpkg -L mysqltrace | sort >"$work/files"
+version=$(dpkg-query -W -f='${Version}' mysqltrace)
+for f in "$mt" "$shim" /usr/share/mysqltrace/schema.sql /usr/share/man/man8/mysqltrace.8.gz \
+  /usr/share/bash-completion/completions/mysqltrace /usr/share/doc/mysqltrace/copyright \
+  /usr/share/doc/mysqltrace/changelog.gz /usr/libexec/mysqltrace/mysqltrace-service "$unit" \
+  /etc/mysqltrace/mysqltrace.conf; do
+  grep -qxF "$f" "$work/files" || fail "the package does not install $f"
+  [[ -f $f ]] || fail "$f is missing after install"
+done
+[[ $("$mt" --version) = "mysqltrace $version" ]] || fail "mysqltrace --version: $("$mt" --version)"
+dpkg-query -W -f='${Conffiles}\n' mysqltrace | grep -q ' /etc/mysqltrace/mysqltrace.conf ' ||
+  fail "/etc/mysqltrace/mysqltrace.conf is not a conffile"
+[[ $(stat -c %a /var/log/mysqltrace) = 750 ]] || fail "/var/log/mysqltrace is not 0750"
+
+# The man page: found by man, and a section for every subcommand there is.
+[[ $(man -w mysqltrace) = /usr/share/man/man8/mysqltrace.8.gz ]] || fail "man -w mysqltrace"
+MANWIDTH=100 MANPAGER=cat man mysqltrace 2>"$work/man.err" >"$work/man.txt"
+[[ ! -s $work/man.err ]] || fail "man mysqltrace: $(cat "$work/man.err")"
+subs=$("$mt" --help | sed -n '/^Subcommands:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
+[[ -n $subs ]] || fail "mysqltrace --help lists no subcommands"
+for s in $subs; do
+  grep -q "^   mysqltrace $s\$" "$work/man.txt" || fail "man mysqltrace has no section for $s"
+done
+# The completion: subcommands, and options of each.
+complete_line() {
+  bash -c 'source /usr/share/bash-completion/completions/mysqltrace
+    read -r -a COMP_WORDS <<<"$1"; COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _mysqltrace
+    echo "${COMPREPLY[*]}"' complete "$1"
+}
+[[ $(complete_line "mysqltrace serv") = server ]] || fail "completion of 'mysqltrace serv'"
+[[ $(complete_line "mysqltrace server --rotate-s") = --rotate-size ]] ||
+  fail "completion of 'mysqltrace server --rotate-s'"
+# The unit: valid, and not enabled by installing.
+if command -v systemd-analyze >/dev/null; then
+  mkdir -p "$work/unit"
+  cp "$unit" "$work/unit/mysqltrace@mariadb.service"
+  # --man=no: its check of Documentation=man:... formats the page as root,
+  # which leaves a copy under /var/cache/man (man-db's to expire, not the
+  # package's to purge); `man -w` above found the page already.
+  systemd-analyze verify --man=no "$work/unit/mysqltrace@mariadb.service" >"$work/verify.log" 2>&1 ||
+    true
+  if [[ -s $work/verify.log ]]; then
+    cat "$work/verify.log" >&2
+    fail "systemd-analyze verify $unit"
+  fi
+fi
+if find /etc/systemd -name 'mysqltrace*' | grep -q .; then
+  fail "installing enabled the unit: $(find /etc/systemd -name 'mysqltrace*')"
+fi
+# An administrator's instance (systemctl enable works without a running
+# systemd): the purge must not leave its link behind.
+systemctl enable mysqltrace@mariadb.service >"$work/enable.log" 2>&1 ||
+  fail "systemctl enable mysqltrace@mariadb.service: $(cat "$work/enable.log")"
+[[ -L /etc/systemd/system/multi-user.target.wants/mysqltrace@mariadb.service ]] ||
+  fail "systemctl enable made no link: $(cat "$work/enable.log")"
+step_done "install"
+
+# ---- 4. Trace with the installed program ----
+log "$mt doctor"
+"$mt" doctor >"$work/doctor.out" 2>&1 || {
+  cat "$work/doctor.out" >&2
+  fail "mysqltrace doctor failed"
+}
+
+log "a throwaway MariaDB server"
+eval "$("$sandbox" start "$work/server")"
+client() {
+  mariadb --no-defaults --socket="$MT_SOCKET" -u"$MT_USER" -p"$MT_PASSWORD" "$@"
+}
+client -e "CREATE DATABASE debtest; CREATE TABLE debtest.t (id INT PRIMARY KEY, v VARCHAR(64))"
+
+# Starts "$@" in the background, stderr to $1 (stdout next to it), until it
+# reports its probes attached ("Ctrl-C to stop").
+start_traced() {
+  local err=$1
+  shift
+  "$@" >"${err%.err}.out" 2>"$err" &
+  bg=$!
+  for _ in $(seq 300); do
+    grep -q "Ctrl-C to stop" "$err" 2>/dev/null && return 0
+    kill -0 "$bg" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$err" >&2
+  fail "$* did not start tracing"
+}
+# Ends the background trace with Ctrl-C; it must exit 0.
+stop_traced() {
+  sleep 0.5
+  kill -INT "$bg"
+  wait "$bg" || fail "the trace exited $? (stderr: $(cat "$1"))"
+  bg=""
+}
+
+log "mysqltrace server with rotating output"
+start_traced "$work/server.err" "$mt" server --pid "$MT_PID" --format json \
+  --output "$work/server.json" --rotate-size 4k --rotate-keep 100
+for i in $(seq 1 40); do
+  echo "INSERT INTO t VALUES ($i, 'row $i of the package test');"
+done | client debtest
+# (The mariadb client strips comments: markers are string literals.)
+client debtest -e "SELECT v, 'mysqltrace-deb-server' FROM t WHERE id = 7" >/dev/null
+stop_traced "$work/server.err"
+# (grep -q of a pipe would end cat with SIGPIPE, a failure under pipefail.)
+grep -q "SELECT v, 'mysqltrace-deb-server' FROM t WHERE id = 7" "$work/server.json"* ||
+  fail "the server trace lacks the statement (stderr: $(cat "$work/server.err"))"
+[[ $(cat "$work/server.json"* | grep -c '"kind":"statement"') -ge 42 ]] ||
+  fail "the server trace lacks statements"
+[[ -f $work/server.json.1 ]] || fail "--rotate-size 4k did not rotate the trace"
+for f in "$work/server.json"*; do
+  [[ $(stat -c %s "$f") -le 4096 ]] || fail "$f is over the 4k rotation size"
+done
+
+log "mysqltrace run (the installed shim)"
+env -u MYSQLTRACE_SHIM "$mt" run --output "$work/run.trace" -- \
+  mariadb --no-defaults --socket="$MT_SOCKET" -u"$MT_USER" -p"$MT_PASSWORD" debtest \
+  -e "SELECT v, 'mysqltrace-deb-run' FROM t WHERE id = 8" >"$work/run.out" 2>"$work/run.err" ||
+  fail "mysqltrace run failed: $(cat "$work/run.err")"
+grep -q "row 8 of the package test" "$work/run.out" ||
+  fail "the command's output did not pass through"
+grep -q "with $shim," "$work/run.err" || fail "run did not use $shim: $(cat "$work/run.err")"
+grep -q "mysqltrace-deb-run" "$work/run.trace" || fail "the run trace lacks the statement"
+
+log "mysqltrace-service (the unit's wrapper, settings and capabilities)"
+pidfile=$work/server/mariadbd.pid
+instance=$(systemd-escape --path "$pidfile")
+mkdir -p "$work/conf"
+cp /etc/mysqltrace/mysqltrace.conf "$work/conf/"
+cat >"$work/conf/$instance.conf" <<'EOF'
+SERVER_OPTIONS="--duration 4"
+ROTATE_SIZE=2k
+ROTATE_KEEP=3
+EOF
+# systemd runs it as root with only the unit's capabilities and no new
+# privileges; %I is the unescaped instance, %i the escaped one.
+declare -A cap_bit=([CAP_DAC_READ_SEARCH]=2 [CAP_SYS_PTRACE]=19 [CAP_SYS_ADMIN]=21
+  [CAP_SYS_RESOURCE]=24 [CAP_PERFMON]=38 [CAP_BPF]=39)
+machine_caps=$((16#$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status)))
+bounding=-all
+# (systemd adds up several CapabilityBoundingSet= lines.)
+read -r -a unit_caps < <(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr '\n' ' ' && echo)
+[[ ${#unit_caps[@]} -gt 0 ]] || fail "$unit sets no CapabilityBoundingSet"
+for c in "${unit_caps[@]}"; do
+  [[ -n ${cap_bit[$c]:-} ]] || fail "$unit has $c: teach this test its number"
+  # A container may lack one itself (CAP_SYS_RESOURCE, which kernels since
+  # 5.11 do not need for BPF): setpriv cannot grant it.
+  if (((machine_caps >> cap_bit[$c]) & 1)); then
+    bounding+=",+$(echo "${c#CAP_}" | tr '[:upper:]' '[:lower:]')"
+  else
+    log "this machine's bounding set lacks $c: the wrapper runs without it"
+  fi
+done
+start_traced "$work/service.err" env MYSQLTRACE_CONF_DIR="$work/conf" \
+  setpriv --no-new-privs --inh-caps=-all --bounding-set="$bounding" -- \
+  /usr/libexec/mysqltrace/mysqltrace-service "${pidfile#/}" "$instance"
+client debtest -e "SELECT v, 'mysqltrace-deb-service' FROM t WHERE id = 9" >/dev/null
+wait "$bg" || fail "mysqltrace-service exited $? ($(cat "$work/service.err"))"
+bg=""
+grep -q 'mysqltrace-deb-service' "/var/log/mysqltrace/$instance.json"* ||
+  fail "the service's trace /var/log/mysqltrace/$instance.json lacks the statement" \
+    "($(cat "$work/service.err"))"
+[[ $(stat -c %a "/var/log/mysqltrace/$instance.json") = 600 ]] ||
+  fail "the service's trace is not 0600"
+mkdir -p "$work/conf-nopid"
+echo "WAIT_SECONDS=2" >"$work/conf-nopid/mysqltrace.conf"
+if MYSQLTRACE_CONF_DIR="$work/conf-nopid" /usr/libexec/mysqltrace/mysqltrace-service \
+  "$work/no-such.pid" >/dev/null 2>"$work/nopid.err"; then
+  fail "mysqltrace-service traced a server that does not exist"
+fi
+grep -q "no server running for $work/no-such.pid after 2s" "$work/nopid.err" ||
+  fail "mysqltrace-service without a server: $(cat "$work/nopid.err")"
+
+log "pfs-sql trace files, merged and loaded into schema.sql's tables"
+start_traced "$work/pfs.err" "$mt" server --pid "$MT_PID" --format pfs-sql --output "$work/pfs"
+client debtest -e "SELECT COUNT(*), 'mysqltrace-deb-pfs' FROM t WHERE v LIKE 'row 1%'" >/dev/null
+stop_traced "$work/pfs.err"
+"$mt" merge "$work/pfs"/thread.* >"$work/merged.sql" || fail "mysqltrace merge failed"
+client -e "CREATE DATABASE pfs_trace"
+client pfs_trace </usr/share/mysqltrace/schema.sql || fail "schema.sql does not load"
+client pfs_trace <"$work/merged.sql" ||
+  fail "the merged trace does not load into schema.sql's tables"
+n=$(client -N pfs_trace -e "SELECT COUNT(*) FROM events_statements_current
+                            WHERE SQL_TEXT LIKE '%mysqltrace-deb-pfs%'")
+[[ $n -ge 1 ]] || fail "the loaded trace lacks the statement"
+"$sandbox" stop "$work/server"
+step_done "trace"
+
+# ---- 5. Purge ----
+log "apt-get purge mysqltrace"
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -q mysqltrace >"$work/purge.log" 2>&1 || {
+  cat "$work/purge.log" >&2
+  fail "apt-get purge failed"
+}
+installed=0
+if dpkg-query -W -f='${Status}' mysqltrace 2>/dev/null | grep -qv '^unknown ok not-installed$'; then
+  fail "dpkg still knows mysqltrace after the purge: $(dpkg-query -W -f='${Status}' mysqltrace)"
+fi
+# Directories shared with others (/usr/sbin, /usr/share/man/man8, ...) stay;
+# those of the package are named *mysqltrace* and checked below.
+while read -r f; do
+  if [[ -d $f ]]; then continue; fi
+  [[ ! -e $f && ! -L $f ]] || fail "$f is left after the purge"
+done <"$work/files"
+for d in /etc/mysqltrace /var/log/mysqltrace /usr/libexec/mysqltrace /usr/share/mysqltrace \
+  "/usr/lib/$multiarch/mysqltrace" /usr/share/doc/mysqltrace; do
+  [[ ! -e $d ]] || fail "$d is left after the purge"
+done
+leftovers >"$work/after"
+diff -u "$work/before" "$work/after" >&2 || fail "files named *mysqltrace* are left after the purge"
+step_done "purge"
+
+log "passed: ${times[*]}; total $((SECONDS))s"

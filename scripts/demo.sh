@@ -67,6 +67,37 @@ start_tracer server --pid "$MT_PID" --stages exact --format profile --max-statem
 client demo -e "SELECT name FROM t WHERE name LIKE 'b%' ORDER BY id" >/dev/null
 finish_tracer
 
+banner "mysqltrace server --waits --format pfs-sql: waits in their statements, as WL#4878 trace files"
+# One connection holds a table lock while another waits for it: the wait
+# shows up nested in the waiting statement. One trace file per server
+# thread; merged and loaded into ordinary tables, the usual
+# performance_schema queries run on them.
+start_tracer server --pid "$MT_PID" --waits --format pfs-sql --output "$work/pfs" --duration 3
+client demo -e "LOCK TABLES t WRITE; SELECT SLEEP(0.5); UNLOCK TABLES" >/dev/null &
+locker=$!
+sleep 0.2
+client demo -e "SELECT COUNT(*) FROM t" >/dev/null
+wait "$locker"
+finish_tracer
+ls "$work/pfs"
+"$mt" merge "$work/pfs"/thread.* --output "$work/trace.sql"
+client -e "CREATE DATABASE pfs_trace"
+client pfs_trace <"$mt_root/share/schema.sql"
+client pfs_trace <"$work/trace.sql"
+client pfs_trace -t -e "SELECT s.SQL_TEXT, w.EVENT_NAME, ROUND(w.TIMER_WAIT / 1e9, 1) AS wait_ms
+  FROM events_waits_current w
+  JOIN events_statements_current s ON s.THREAD_ID = w.THREAD_ID AND s.EVENT_ID = w.NESTING_EVENT_ID
+  WHERE w.TIMER_END IS NOT NULL AND s.TIMER_END IS NOT NULL AND w.EVENT_NAME LIKE 'wait/synch/%'
+  ORDER BY w.TIMER_WAIT DESC"
+
+banner "mysqltrace calls --pid $MT_PID: the server's call tree for one statement"
+# Entry and return probes on the functions whose names match, found in the
+# binary's symbol tables: a -finstrument-functions trace without a rebuild.
+start_tracer calls --pid "$MT_PID" --retval --duration 3 \
+  --match 'dispatch_command|mysql_parse|mysql_execute_command|open_tables|JOIN::exec'
+client demo -e "SELECT name FROM t WHERE id = 2" >/dev/null
+finish_tracer
+
 banner "mysqltrace client --pid: the WL#6226 protocol trace of a running Python client"
 mkfifo "$work/go"
 /usr/bin/python3 - "$MT_SOCKET" "$MT_USER" "$MT_PASSWORD" "$work/go" <<'PY' &
@@ -108,3 +139,4 @@ banner "Done"
 echo "Try it on your own server: sudo $mt server --pid \$(pidof mariadbd)"
 echo "or on a client:              sudo $mt client --pid <pid of a program talking to MySQL>"
 echo "or start one under the shim: sudo $mt run -- <your client> [args]"
+echo "or follow a program's calls: sudo $mt calls --pid <pid> --match 'glob|glob'"

@@ -3,7 +3,9 @@
 // machine, on the recorded sessions of tests/data/protocol, with and without
 // rendering text. Prints one markdown table; no assertions (a benchmark, not
 // a test).
-//   decoder_bench [SECONDS_PER_CASE]
+//   decoder_bench [SECONDS_PER_CASE] [--passes N] [--decode-only]
+// --passes runs exactly N passes over the sessions per case instead of timing
+// (for callgrind, which then collects inside run_case() only).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -58,10 +60,46 @@ uint64_t replay(const Session &s, bool render, std::string *sink) {
     return events;
 }
 
+struct Totals {
+    uint64_t bytes = 0;
+    uint64_t events = 0;
+    double elapsed = 0;
+};
+
+// One case, timed or for a fixed number of passes. Not inlined: callgrind
+// collects inside it only (--toggle-collect='*run_case*').
+__attribute__((noinline)) Totals run_case(const std::vector<Session> &sessions, bool render,
+                                          double seconds, long passes, std::string *sink) {
+    Totals t;
+    const auto start = Clock::now();
+    long done = 0;
+    do {
+        for (const auto &s : sessions) {
+            t.events += replay(s, render, sink);
+            t.bytes += s.bytes;
+        }
+        done++;
+        t.elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    } while (passes > 0 ? done < passes : t.elapsed < seconds);
+    return t;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
-    const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
+    double seconds = 2.0;
+    long passes = 0;
+    bool decode_only = false;
+    for (int i = 1; i < argc; i++) {
+        const std::string arg = argv[i];
+        if (arg == "--passes" && i + 1 < argc) {
+            passes = std::atol(argv[++i]);
+        } else if (arg == "--decode-only") {
+            decode_only = true;
+        } else {
+            seconds = std::atof(argv[i]);
+        }
+    }
     const std::filesystem::path dir = std::string(MYSQLTRACE_SOURCE_DIR) + "/tests/data/protocol";
     std::vector<Session> sessions;
     for (const auto &e : std::filesystem::directory_iterator(dir)) {
@@ -85,19 +123,18 @@ int main(int argc, char **argv) {
     std::printf("|---|---|---|\n");
     std::string sink;
     for (bool render : {false, true}) {
-        uint64_t bytes = 0, events = 0;
-        const auto start = Clock::now();
-        double elapsed = 0;
-        do {
-            for (const auto &s : sessions) {
-                events += replay(s, render, &sink);
-                bytes += s.bytes;
-            }
-            elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-        } while (elapsed < seconds);
+        if (render && decode_only) {
+            break;
+        }
+        const Totals t = run_case(sessions, render, seconds, passes, &sink);
         std::printf("| %s | %.1f | %.0f |\n", render ? "decode + render text" : "decode only",
-                    static_cast<double>(bytes) / elapsed / 1e6,
-                    static_cast<double>(events) / elapsed);
+                    static_cast<double>(t.bytes) / t.elapsed / 1e6,
+                    static_cast<double>(t.events) / t.elapsed);
+        if (passes > 0) {
+            std::printf("totals: %ld passes, %llu bytes, %llu events\n", passes,
+                        static_cast<unsigned long long>(t.bytes),
+                        static_cast<unsigned long long>(t.events));
+        }
     }
     return 0;
 }

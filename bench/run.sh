@@ -1,20 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Runs every benchmark and prints their tables. `--smoke`: one short round
-# of each, as CI does (it checks they run, never how fast).
+# Runs the performance report (bench/perf-report.sh): the standard matrix,
+# written to docs/PERFORMANCE.md. `--smoke`: one round of a tiny matrix and
+# short versions of every section, as CI does (it checks they run, never how
+# fast); it does not write the report. Then bench/calls.sh: the cost of
+# `mysqltrace calls` per traced call against the uprobe floor.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 if [ "${1:-}" = "--smoke" ]; then
-  "$build/bench/decoder_bench" 0.3
-  echo
-  "$root/bench/overhead.sh" --build "$build" --rounds 1 --seconds 2
-  echo
-  "$root/bench/server.sh" --build "$build" --rounds 1 --seconds 2 --workloads oltp_point_select
+  "$root/bench/perf-report.sh" --build "$build" --smoke
+  "$root/bench/calls.sh" --build "$build" --rounds 1 --calls 20000
 else
-  "$build/bench/decoder_bench" 3
-  echo
-  "$root/bench/overhead.sh" --build "$build" --rounds 3 --seconds 8
-  echo
-  "$root/bench/server.sh" --build "$build" --rounds 3 --seconds 8
+  "$root/bench/perf-report.sh" --build "$build" --matrix standard
+  "$root/bench/calls.sh" --build "$build" --rounds 3
 fi

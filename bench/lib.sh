@@ -1,0 +1,362 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Shared by the benchmark scripts (perf-report.sh, overhead.sh, server.sh):
+# throwaway MariaDB servers, sysbench, and one function that runs sysbench
+# under any tracing configuration and reports what it got.
+#
+# Configurations (bench_run's first argument):
+#   baseline        no tracer, performance_schema OFF (server "plain")
+#   statements      `mysqltrace server --stages off` on plain
+#   sampled         `mysqltrace server` (--stages sampled, the default)
+#   exact           `mysqltrace server --stages exact`
+#   traps           `mysqltrace server --stages traps`: exact's probes with
+#                   programs that return at once (the floor exact is judged by)
+#   waits           `mysqltrace server --waits` (sampled stages + waits)
+#   client          `mysqltrace client` attached to sysbench
+#   client-summary  the same with --summary-only
+#   run             `mysqltrace run -- sysbench` (the shim's USDT probes)
+#   run-no-api      the same with --no-api
+#   shim-idle       sysbench with libmysqltrace-shim.so preloaded, no tracer
+#   pfs-stages      server "pfs-stages": performance_schema ON, statement and
+#                   stage instruments and consumers only
+#   pfs             server "pfs": performance_schema ON, every instrument and
+#                   consumer
+# Every server is the same /usr/sbin/mariadbd (MARIADBD), 1 table x 10000
+# rows, sysbench over the unix socket.
+
+bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH_ALL_CONFIGS="baseline statements sampled exact traps waits client client-summary run run-no-api shim-idle pfs-stages pfs"
+# Enough for the 200-connection memory runs (the default is 151).
+BENCH_MAX_CONNECTIONS=${BENCH_MAX_CONNECTIONS:-512}
+BENCH_TABLE_SIZE=${BENCH_TABLE_SIZE:-10000}
+bench_tracer=""
+bench_keeper=""
+bench_servers=()
+
+# Messages carry the minutes:seconds since the script started.
+bench_log() { printf '%s [%02d:%02d]: %s\n' "${bench_name:-bench}" $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
+bench_die() {
+  bench_log "$*"
+  exit 1
+}
+
+# bench_setup BUILD_DIR: the binaries, a work directory and its cleanup.
+bench_setup() {
+  local build=$1
+  mt="$build/userspace/mysqltrace"
+  shim="$build/shim/libmysqltrace-shim.so"
+  pb="$build/bench/pipeline_bench"
+  db="$build/bench/decoder_bench"
+  sandbox="$bench_root/scripts/mariadb-sandbox.sh"
+  local f
+  for f in "$mt" "$shim" "$pb" "$db"; do
+    [ -e "$f" ] || bench_die "build first ($f missing)"
+  done
+  [ "$(id -u)" -eq 0 ] || bench_die "run as root (BPF, uprobes)"
+  command -v sysbench >/dev/null || bench_die "sysbench is not installed (scripts/install-deps.sh)"
+  work=$(mktemp -d /tmp/mysqltrace-bench-XXXXXX)
+  mkdir -p "$work/runs"
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+bench_cleanup() {
+  bench_stats_off
+  [ -z "$bench_keeper" ] || kill "$bench_keeper" 2>/dev/null || true
+  if [ -n "$bench_tracer" ]; then
+    kill -INT "$bench_tracer" 2>/dev/null || true
+    wait "$bench_tracer" 2>/dev/null || true
+  fi
+  local s
+  for s in "${bench_servers[@]}"; do
+    "$sandbox" stop "$work/$s" >/dev/null 2>&1 || true
+  done
+  if [ -n "${bench_keep:-}" ]; then
+    bench_log "raw results kept in $work"
+  else
+    rm -rf "$work"
+  fi
+}
+
+bench_sql() {  # dir statements
+  # shellcheck disable=SC1091
+  (source "$1/env" && mariadb --no-defaults -S "$MT_SOCKET" -u"$MT_USER" -p"$MT_PASSWORD" \
+     --batch --skip-column-names -e "$2")
+}
+
+# bench_sysbench DIR WORKLOAD ARGS...: sysbench against the server in DIR.
+bench_sysbench_argv() {  # dir workload: fills the array sb
+  # shellcheck disable=SC1091
+  source "$1/env"
+  sb=(sysbench "$2" --db-driver=mysql --mysql-socket="$MT_SOCKET"
+      --mysql-user="$MT_USER" --mysql-password="$MT_PASSWORD" --mysql-db=sbtest
+      --tables=1 --table-size="$BENCH_TABLE_SIZE")
+}
+bench_sysbench() {
+  local dir=$1 workload=$2; shift 2
+  bench_sysbench_argv "$dir" "$workload"
+  "${sb[@]}" "$@"
+}
+
+# bench_start_server NAME [--performance-schema]: a server in $work/NAME
+# with sbtest prepared (every oltp_* workload shares oltp_common's table).
+bench_start_server() {
+  local name=$1 dir="$work/$1"; shift
+  "$sandbox" start "$dir" "$@" -- --max-connections="$BENCH_MAX_CONNECTIONS" >/dev/null
+  bench_servers+=("$name")
+  bench_sql "$dir" "CREATE DATABASE sbtest"
+  bench_sysbench "$dir" oltp_point_select prepare >/dev/null
+  if [ "$name" = pfs-stages ]; then
+    bench_limit_pfs_to_stages "$dir"
+  fi
+}
+
+# performance_schema as it would be run to see statements and where their
+# time goes: statement and stage instruments (timed), their current and
+# history consumers and the digests; everything else off.
+bench_limit_pfs_to_stages() {  # dir
+  bench_sql "$1" "UPDATE performance_schema.setup_instruments SET ENABLED = 'NO', TIMED = 'NO';
+    UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES'
+      WHERE NAME LIKE 'statement/%' OR NAME LIKE 'stage/%';
+    UPDATE performance_schema.setup_consumers SET ENABLED = IF(NAME IN
+      ('global_instrumentation', 'thread_instrumentation', 'events_statements_current',
+       'events_statements_history', 'events_stages_current', 'events_stages_history',
+       'statements_digest'), 'YES', 'NO');"
+  local consumers
+  consumers=$(bench_sql "$1" "SELECT COUNT(*) FROM performance_schema.setup_consumers WHERE ENABLED = 'YES'")
+  [ "$consumers" = 7 ] || bench_die "performance_schema setup failed ($consumers consumers on)"
+}
+
+# The servers a list of configurations needs.
+bench_servers_for() {  # configs...
+  local need="plain" c
+  for c in "$@"; do
+    case $c in
+      pfs) [[ " $need " == *" pfs "* ]] || need+=" pfs" ;;
+      pfs-stages) [[ " $need " == *" pfs-stages "* ]] || need+=" pfs-stages" ;;
+    esac
+  done
+  echo "$need"
+}
+bench_start_servers() {  # names...
+  local s
+  for s in "$@"; do
+    case $s in
+      plain) bench_start_server plain ;;
+      pfs | pfs-stages) bench_start_server "$s" --performance-schema ;;
+      *) bench_die "unknown server $s" ;;
+    esac
+  done
+}
+
+# shellcheck disable=SC1091
+bench_server_pid() { (source "$1/env"; echo "$MT_PID"); }
+bench_qps() { sed -n 's/^ *queries: *[0-9]* *(\([0-9.]*\) per sec.)/\1/p' "$1"; }
+bench_queries() { sed -n 's/^ *queries: *\([0-9]*\) .*/\1/p' "$1"; }
+bench_drops() { sed -n 's/.* \([0-9]*\) records dropped.*/\1/p' "$1" | tail -1; }
+
+# utime + stime of a process, in clock ticks.
+bench_cpu_ticks() {
+  local st
+  read -r -a st <"/proc/$1/stat" 2>/dev/null || { echo ""; return; }
+  echo $((st[13] + st[14]))
+}
+
+# bench_watch PID FILE: until PID is gone, every 0.1 s, "VmHWM_kB cpu_ticks"
+# into FILE (the last sample stays). The watcher's pid is in bench_watcher.
+# It forks nothing while it runs (it sleeps in `read -t` on a fifo nobody
+# writes), so it takes no CPU worth measuring from the configuration.
+bench_watch() {
+  local pid=$1 file=$2
+  (
+    fifo="$work/watch.$BASHPID"
+    mkfifo "$fifo"
+    exec {fd}<>"$fifo"
+    rm -f "$fifo"
+    while [ -r "/proc/$pid/status" ]; do
+      hwm=""
+      while read -r k v _; do
+        if [ "$k" = VmHWM: ]; then hwm=$v; fi
+      done <"/proc/$pid/status" 2>/dev/null
+      read -r -a st <"/proc/$pid/stat" 2>/dev/null || break
+      # A zombie has no memory left to report; keep the last full sample.
+      if [ -z "$hwm" ] || [ "${#st[@]}" -lt 15 ]; then break; fi
+      echo "$hwm $((st[13] + st[14]))" >"$file"
+      read -r -t 0.1 -u "$fd" _ || true
+    done
+  ) >/dev/null 2>&1 &
+  bench_watcher=$!
+}
+
+bench_wait_ready() {  # stderr-file: exact attaches a few hundred probes, allow 30 s
+  for _ in $(seq 600); do
+    grep -q "Ctrl-C to stop" "$1" 2>/dev/null && return 0
+    kill -0 "$bench_tracer" 2>/dev/null || break
+    sleep 0.05
+  done
+  bench_log "tracer did not start:"
+  cat "$1" >&2
+  return 1
+}
+
+bench_stop_tracer() {  # stderr-file
+  local rc=0
+  kill -INT "$bench_tracer" 2>/dev/null || true
+  wait "$bench_tracer" || rc=$?
+  bench_tracer=""
+  [ "$rc" -eq 0 ] && return 0
+  bench_log "tracer exited with status $rc:"
+  cat "$1" >&2
+  return 1
+}
+
+# When set, bench_run records the BPF run counts of the tracer's programs
+# just before and after sysbench (kernel BPF statistics must be on: see
+# bench_stats_on) in $work/runs/TAG.ps0 and TAG.ps1.
+BENCH_PROG_STATS=${BENCH_PROG_STATS:-}
+# Functions called just before and after sysbench under the server and
+# client configurations (e.g. to profile the machine meanwhile).
+BENCH_ON_START="" BENCH_ON_END=""
+bench_prog_stats() {  # pid file
+  [ -n "$BENCH_PROG_STATS" ] || return 0
+  "$pb" prog-stats --pid "$1" >"$2"
+}
+
+# bench_run CONFIG WORKLOAD THREADS SECONDS TAG: one sysbench run under
+# CONFIG against the server it uses. Raw output in $work/runs/TAG.*. Sets
+# bench_result to "QPS QUERIES DROPS TRACER_CPU_S TRACER_HWM_KIB" ("-" where
+# nothing applies). Runs in the calling shell (not in $(...)), so that a
+# failure ends the script through its cleanup.
+bench_run() {
+  local cfg=$1 workload=$2 threads=$3 seconds=$4 tag=$5
+  local out="$work/runs/$tag.out" err="$work/runs/$tag.err" watchf="$work/runs/$tag.watch"
+  local args=(--threads="$threads" --time="$seconds" run)
+  local plain="$work/plain" cpu0="" cpu1="" extra=() mode
+  bench_watcher=""
+  rm -f "$watchf"
+  case $cfg in
+    baseline) bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
+    pfs | pfs-stages) bench_sysbench "$work/$cfg" "$workload" "${args[@]}" >"$out" ;;
+    shim-idle) LD_PRELOAD="$shim" bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
+    statements | sampled | exact | traps | waits)
+      mode=$cfg
+      [ "$cfg" = statements ] && mode=off
+      [ "$cfg" = waits ] && mode=sampled && extra=(--waits)
+      "$mt" server --pid "$(bench_server_pid "$plain")" --stages "$mode" "${extra[@]}" \
+        --output /dev/null 2>"$err" &
+      bench_tracer=$!
+      bench_watch "$bench_tracer" "$watchf"
+      bench_wait_ready "$err"
+      bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps0"
+      cpu0=$(bench_cpu_ticks "$bench_tracer")
+      [ -z "$BENCH_ON_START" ] || "$BENCH_ON_START"
+      bench_sysbench "$plain" "$workload" "${args[@]}" >"$out"
+      [ -z "$BENCH_ON_END" ] || "$BENCH_ON_END"
+      cpu1=$(bench_cpu_ticks "$bench_tracer")
+      bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps1"
+      bench_stop_tracer "$err" ;;
+    client | client-summary)
+      [ "$cfg" = client-summary ] && extra=(--summary-only)
+      # sysbench waits at a gate until the tracer is attached to its pid.
+      rm -f "$work/gate"
+      mkfifo "$work/gate"
+      bench_sysbench_argv "$plain" "$workload"
+      (read -r _ <"$work/gate"; exec "${sb[@]}" "${args[@]}") >"$out" &
+      local sbpid=$! keeper=""
+      if [ -n "$BENCH_PROG_STATS" ]; then
+        # A second traced pid that outlives sysbench keeps the trace (and
+        # its programs' counters) until they are read.
+        sleep 3600 &
+        keeper=$!
+        bench_keeper=$keeper
+        extra+=(--pid "$keeper")
+      fi
+      "$mt" client --pid "$sbpid" "${extra[@]}" --output /dev/null 2>"$err" &
+      bench_tracer=$!
+      bench_watch "$bench_tracer" "$watchf"
+      bench_wait_ready "$err"
+      bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps0"
+      cpu0=$(bench_cpu_ticks "$bench_tracer")
+      [ -z "$BENCH_ON_START" ] || "$BENCH_ON_START"
+      echo go >"$work/gate"
+      wait "$sbpid"
+      [ -z "$BENCH_ON_END" ] || "$BENCH_ON_END"
+      cpu1=$(bench_cpu_ticks "$bench_tracer")
+      bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps1"
+      rm -f "$work/gate"
+      if [ -n "$keeper" ]; then
+        bench_stop_tracer "$err"
+        kill "$keeper" 2>/dev/null || true
+        wait "$keeper" 2>/dev/null || true
+        bench_keeper=""
+      else
+        # The trace ends by itself when sysbench exits.
+        local rc=0
+        wait "$bench_tracer" || rc=$?
+        bench_tracer=""
+        [ "$rc" -eq 0 ] || { cat "$err" >&2; bench_die "mysqltrace client exited with status $rc"; }
+      fi ;;
+    run | run-no-api)
+      [ "$cfg" = run-no-api ] && extra=(--no-api)
+      bench_sysbench_argv "$plain" "$workload"
+      local cmd=("${sb[@]}" "${args[@]}")
+      if [ -n "$BENCH_PROG_STATS" ]; then
+        # The run's own child reads the counters of its parent, the tracer.
+        # shellcheck disable=SC2016
+        cmd=(sh -c 'pb=$1 s0=$2 s1=$3; shift 3
+          "$pb" prog-stats --pid "$PPID" >"$s0"; "$@"; rc=$?
+          "$pb" prog-stats --pid "$PPID" >"$s1"; exit $rc' \
+          sh "$pb" "$work/runs/$tag.ps0" "$work/runs/$tag.ps1" "${cmd[@]}")
+      fi
+      "$mt" run "${extra[@]}" --output /dev/null -- "${cmd[@]}" >"$out" 2>"$err" &
+      bench_tracer=$!
+      bench_watch "$bench_tracer" "$watchf"
+      local rc=0
+      wait "$bench_tracer" || rc=$?
+      bench_tracer=""
+      [ "$rc" -eq 0 ] || { cat "$err" "$out" >&2; bench_die "mysqltrace run exited with status $rc"; } ;;
+    *) bench_die "unknown configuration $cfg (one of: $BENCH_ALL_CONFIGS)" ;;
+  esac
+  [ -z "$bench_watcher" ] || wait "$bench_watcher" 2>/dev/null || true
+  local qps queries drops="-" cpu="-" hwm="-"
+  qps=$(bench_qps "$out")
+  queries=$(bench_queries "$out")
+  [ -n "$qps" ] || { cat "$out" >&2; bench_die "$tag: no QPS in sysbench's output"; }
+  if [ -s "$err" ]; then
+    drops=$(bench_drops "$err")
+    [ -n "$drops" ] || drops="-"
+  fi
+  if [ -s "$watchf" ]; then
+    local w
+    read -r -a w <"$watchf"
+    hwm=${w[0]}
+    # `run` is measured whole (attach included): its tracer lives exactly as
+    # long as sysbench. The others from sysbench's start to its end.
+    [ -n "$cpu0" ] || cpu0=0
+    [ -n "$cpu1" ] || cpu1=${w[1]:-0}
+    cpu=$(awk -v a="$cpu0" -v b="$cpu1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz }')
+  fi
+  # shellcheck disable=SC2034
+  bench_result="$qps $queries $drops $cpu $hwm"
+}
+
+# Kernel BPF run-time statistics (run_cnt, run_time_ns per program) on until
+# bench_stats_off; they cost a little per program run, so never during a
+# timed comparison. The holder process dies with us at worst: they go off.
+bench_stats_pid=""
+bench_stats_on() {
+  "$pb" stats-on >"$work/stats-on.out" &
+  bench_stats_pid=$!
+  for _ in $(seq 100); do
+    grep -q on "$work/stats-on.out" 2>/dev/null && return 0
+    kill -0 "$bench_stats_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  bench_die "cannot turn kernel BPF statistics on"
+}
+bench_stats_off() {
+  [ -n "$bench_stats_pid" ] || return 0
+  kill "$bench_stats_pid" 2>/dev/null || true
+  wait "$bench_stats_pid" 2>/dev/null || true
+  bench_stats_pid=""
+}

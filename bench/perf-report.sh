@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The performance report: what mysqltrace costs the programs it traces, side
+# by side with performance_schema, and the limits of its pipeline. Prints a
+# markdown report on stdout and writes it to docs/PERFORMANCE.md (or
+# --output; not with --smoke or --no-write unless --write; a smoke report
+# says in its first line that its numbers are not the report's). --keep
+# keeps the raw results. Never asserts on speed: the exit status only says
+# whether everything ran.
+#
+#   bench/perf-report.sh [--matrix standard|full|smoke] [--smoke]
+#       [--rounds N] [--seconds S] [--workloads "W ..."] [--threads "T ..."]
+#       [--configs "C ..."] [--sections "S ..."] [--build DIR]
+#       [--output FILE] [--no-write] [--write] [--keep]
+#
+# Matrices (sysbench workload:threads cells, every configuration in each):
+#   full      oltp_point_select, oltp_read_only, oltp_read_write x 1, 2, 8
+#             threads; 3 rounds x 8 s                               (~50 min)
+#   standard  the three at 2 threads, oltp_point_select also at 1 and 8;
+#             3 rounds x 5 s (the default)                          (~20 min)
+#   smoke     oltp_point_select at 2 threads; 1 round x 2 s; short
+#             versions of every other section; writes no report unless
+#             --write (CI: bench/run.sh --smoke)                    (~2 min)
+# --workloads/--threads replace the cells by their cross product.
+# Configurations: see bench/lib.sh (default: every one but client-summary
+# and run-no-api). Sections (default all, in this order): probes pipeline
+# decoder matrix hits memory profile.
+#
+# In each round, each cell runs every configuration once, in an order
+# rotated from round to round; each configuration's QPS is divided by the
+# untraced baseline's QPS of the same cell and round, and the report gives
+# the median and min-max of those ratios.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bench_name=perf-report
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+
+usage() {
+  awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0" >&2
+  exit 2
+}
+
+matrix="" rounds="" seconds="" workloads="" threads="" configs="" sections="" force_write=0
+build="${BUILD_DIR:-$bench_root/build}" output="$bench_root/docs/PERFORMANCE.md" write=1
+argv_text="bench/perf-report.sh $*"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --matrix) matrix=$2; shift 2 ;;
+    --smoke) matrix=smoke; shift ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --workloads) workloads=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --configs) configs=$2; shift 2 ;;
+    --sections) sections=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --output) output=$2; shift 2 ;;
+    --no-write) write=0; shift ;;
+    --write) force_write=1; shift ;;
+    --keep) bench_keep=1; shift ;;
+    -h | --help) usage ;;
+    *) echo "perf-report: unknown argument $1" >&2; usage ;;
+  esac
+done
+: "${matrix:=standard}"
+# Per matrix: cells, rounds, seconds, and the other sections' sizes:
+# pipeline seconds per rate and rates, probe hits x repetitions, decoder
+# seconds per case, seconds of the BPF-statistics, memory and profile runs,
+# decoder passes under callgrind.
+all3="oltp_point_select oltp_read_only oltp_read_write"
+rates="100000,250000,500000,750000,1000000,1500000,2000000,3000000,0"
+case $matrix in
+  full)
+    cells="oltp_point_select:1 oltp_point_select:2 oltp_point_select:8 oltp_read_only:1
+      oltp_read_only:2 oltp_read_only:8 oltp_read_write:1 oltp_read_write:2 oltp_read_write:8"
+    d_rounds=3 d_seconds=8 pipe_s=3 probe_hits=200000 probe_reps=7 dec_s=3 hits_s=3 mem_s=5 prof_s=5 cg_passes=10 ;;
+  standard)
+    cells="oltp_point_select:1 oltp_point_select:2 oltp_point_select:8 oltp_read_only:2
+      oltp_read_write:2"
+    d_rounds=3 d_seconds=5 pipe_s=2 probe_hits=200000 probe_reps=5 dec_s=2 hits_s=3 mem_s=5 prof_s=5 cg_passes=10 ;;
+  smoke)
+    cells="oltp_point_select:2"
+    rates="100000,1000000,0"
+    d_rounds=1 d_seconds=2 pipe_s=0.5 probe_hits=20000 probe_reps=3 dec_s=0.3 hits_s=1 mem_s=2 prof_s=1 cg_passes=1
+    write=0 ;;
+  *) echo "perf-report: --matrix is standard, full or smoke" >&2; exit 2 ;;
+esac
+: "${rounds:=$d_rounds}" "${seconds:=$d_seconds}"
+[ "$force_write" = 0 ] || write=1
+if [ -n "$workloads$threads" ]; then
+  cells=""
+  for w in ${workloads:-$all3}; do
+    for t in ${threads:-2}; do
+      cells+=" $w:$t"
+    done
+  done
+  matrix_name="custom"
+else
+  matrix_name=$matrix
+fi
+read -r -d '' -a cell_list <<<"$cells" || true
+: "${configs:=baseline statements sampled exact traps waits client run shim-idle pfs-stages pfs}"
+read -r -a config_list <<<"$configs"
+[[ " $configs " == *" baseline "* ]] || { echo "perf-report: --configs must include baseline" >&2; exit 2; }
+for c in "${config_list[@]}"; do
+  [[ " $BENCH_ALL_CONFIGS " == *" $c "* ]] || { echo "perf-report: unknown configuration $c" >&2; exit 2; }
+done
+: "${sections:=probes pipeline decoder matrix hits memory profile}"
+has() { [[ " $sections " == *" $1 "* ]]; }
+[ "${#cell_list[@]}" -gt 0 ] || { echo "perf-report: no cells" >&2; exit 2; }
+
+bench_setup "$build"
+results="$work/results"
+mkdir -p "$results"
+started=$(date +%s)
+
+# ---- what ran, where ----
+{
+  echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "matrix=$matrix_name"
+  echo "argv=$argv_text"
+  echo "cells=${cell_list[*]}"
+  echo "configs=${config_list[*]}"
+  echo "rounds=$rounds"
+  echo "seconds=$seconds"
+  echo "sections=$sections"
+  echo "smoke=$([ "$matrix" = smoke ] && echo 1 || echo 0)"
+  echo "cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+  echo "cpus=$(nproc)"
+  echo "hypervisor=$(lscpu | sed -n 's/^Hypervisor vendor: *//p' | head -1)"
+  echo "mem=$(free -g | awk '/^Mem:/ { print $2 " GiB" }')"
+  echo "kernel=$(uname -r)"
+  echo "os=$(. /etc/os-release && echo "$PRETTY_NAME")"
+  echo "mariadbd=$(${MARIADBD:-/usr/sbin/mariadbd} --version 2>/dev/null | head -1)"
+  echo "sysbench=$(sysbench --version 2>/dev/null | head -1)"
+  echo "load_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "clk_tck=$(getconf CLK_TCK)"
+} >"$results/meta.env"
+
+# ---- per-probe cost microbenchmark ----
+if has probes; then
+  bench_log "probe cost: $probe_hits hits x $probe_reps"
+  "$pb" probe-cost --hits "$probe_hits" --reps "$probe_reps" --json "$results/probes.json" >&2
+fi
+
+# ---- pipeline limits ----
+if has pipeline; then
+  for src in usdt syscall; do
+    bench_log "pipeline: $src producer, rates $rates, $pipe_s s each"
+    "$pb" rate --source "$src" --rates "$rates" --seconds "$pipe_s" \
+      --json "$results/pipeline-$src.json" >&2
+  done
+  # Drops are also counted exactly when the consumer is the bottleneck: a
+  # 16 KiB ring, below the 64 KiB wakeup threshold, is only drained on the
+  # loop's 100 ms tick, so an unthrottled producer overruns it.
+  bench_log "pipeline: overload (16 KiB rings)"
+  "$pb" rate --source usdt --rates 0 --seconds "$pipe_s" --ring-kib 16 \
+    --json "$results/pipeline-overload.json" >&2
+fi
+
+# ---- decoder ----
+if has decoder; then
+  bench_log "decoder: $dec_s s per case"
+  "$db" "$dec_s" | tee "$results/decoder.md" >&2
+fi
+
+# ---- servers ----
+need_servers=0
+for s in matrix hits memory profile; do has "$s" && need_servers=1; done
+if [ "$need_servers" = 1 ]; then
+  servers="plain"
+  has matrix && servers=$(bench_servers_for "${config_list[@]}")
+  bench_log "starting servers: $servers"
+  # shellcheck disable=SC2086
+  bench_start_servers $servers
+  # Warm-up, not counted: every workload once on every server.
+  declare -A warm=()
+  for cell in "${cell_list[@]}"; do warm[${cell%:*}]=1; done
+  for s in $servers; do
+    for w in "${!warm[@]}"; do
+      bench_sysbench "$work/$s" "$w" --threads=2 --time=1 run >/dev/null
+    done
+  done
+fi
+
+# ---- the matrix ----
+if has matrix; then
+  n=${#config_list[@]}
+  total=$((rounds * ${#cell_list[@]} * n))
+  k=0
+  bench_log "matrix $matrix_name: ${#cell_list[@]} cells x $n configurations x $rounds rounds of $seconds s = $total runs"
+  for r in $(seq "$rounds"); do
+    for cell in "${cell_list[@]}"; do
+      w=${cell%:*} t=${cell#*:}
+      for i in $(seq 0 $((n - 1))); do
+        c=${config_list[$(((i + r - 1) % n))]}
+        k=$((k + 1))
+        bench_log "[$k/$total] round $r: $w, $t threads: $c"
+        bench_run "$c" "$w" "$t" "$seconds" "m.$w.$t.$c.$r"
+        echo "$w $t $r $c $bench_result" >>"$results/matrix.txt"
+      done
+    done
+  done
+fi
+
+# The cell the per-hit and profile runs use: point_select at 2 threads if
+# the matrix has it.
+side_cell=${cell_list[0]}
+for cell in "${cell_list[@]}"; do
+  [ "$cell" = oltp_point_select:2 ] && side_cell=$cell
+done
+side_w=${side_cell%:*} side_t=${side_cell#*:}
+echo "side_cell=$side_cell" >>"$results/meta.env"
+
+# ---- probe hits per query (kernel BPF statistics, untimed) ----
+if has hits; then
+  bench_stats_on
+  BENCH_PROG_STATS=1
+  for c in "${config_list[@]}"; do
+    case $c in baseline | shim-idle | pfs | pfs-stages) continue ;; esac
+    bench_log "probe hits: $side_w, $side_t threads: $c"
+    bench_run "$c" "$side_w" "$side_t" "$hits_s" "h.$c"
+    echo "$c $bench_result" >>"$results/hits.txt"
+    cp "$work/runs/h.$c.ps0" "$results/hits.$c.ps0"
+    cp "$work/runs/h.$c.ps1" "$results/hits.$c.ps1"
+  done
+  BENCH_PROG_STATS=""
+  bench_stats_off
+fi
+
+# ---- memory: the tracer's peak RSS at 1 and 200 connections ----
+if has memory; then
+  echo "mem_seconds=$mem_s" >>"$results/meta.env"
+  for c in client run waits; do
+    for conns in 1 200; do
+      bench_log "memory: $c, $conns connections"
+      bench_run "$c" oltp_point_select "$conns" "$mem_s" "mem.$c.$conns"
+      echo "$c $conns $bench_result" >>"$results/memory.txt"
+    done
+  done
+fi
+
+# ---- why: profiles ----
+if has profile; then
+  mkdir -p "$results/profile"
+  if perf record -q -e cpu-clock -a -o "$work/perf.probe" -- true >/dev/null 2>&1; then
+    # The whole machine while `mysqltrace server --stages off` traces the
+    # side cell: where the CPU goes (server, tracer, client, kernel).
+    perf_pid=""
+    bench_on_start() {
+      perf record -q -e cpu-clock -F 999 -a -o "$work/perf.data" >/dev/null 2>&1 &
+      perf_pid=$!
+    }
+    bench_on_end() {
+      kill -INT "$perf_pid" 2>/dev/null || true
+      wait "$perf_pid" 2>/dev/null || true
+    }
+    BENCH_ON_START=bench_on_start BENCH_ON_END=bench_on_end
+    bench_log "profile: perf record -a during statements on $side_cell"
+    bench_run statements "$side_w" "$side_t" "$prof_s" "prof.statements"
+    BENCH_ON_START="" BENCH_ON_END=""
+    echo "statements $side_cell $bench_result" >"$results/profile/run.txt"
+    pr() {
+      perf report -i "$work/perf.data" --stdio --no-children -q "$@" 2>/dev/null |
+        grep -v '^$' | head -12 | cut -c1-160
+    }
+    pr --sort comm >"$results/profile/by-comm.txt" || true
+    pr --sort dso,sym --comms mysqltrace >"$results/profile/mysqltrace.txt" || true
+    pr --sort dso,sym --comms mariadbd >"$results/profile/mariadbd.txt" || true
+    # Every kernel symbol of the server's threads, to add up trap handling.
+    perf report -i "$work/perf.data" --stdio --no-children -q --sort sym --comms mariadbd \
+      2>/dev/null | grep '\[k\]' >"$results/profile/mariadbd-kernel.txt" || true
+  else
+    echo "perf record does not work here" >"$results/profile/perf-unavailable.txt"
+  fi
+  if command -v valgrind >/dev/null; then
+    bench_log "profile: callgrind on the decoder ($cg_passes passes)"
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" --toggle-collect='*run_case*' \
+      "$db" --passes "$cg_passes" --decode-only >"$results/profile/cg.md" 2>"$work/cg.log"
+    sed -n 's/^summary: *//p' "$work/cg.out" >"$results/profile/cg.ir"
+    callgrind_annotate --inclusive=no "$work/cg.out" 2>/dev/null |
+      grep -E '^ *[0-9,]+ +\(' | head -16 >"$results/profile/cg.top.txt" || true
+  fi
+fi
+
+echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results/meta.env"
+echo "elapsed_s=$(($(date +%s) - started))" >>"$results/meta.env"
+report=$(python3 "$here/report.py" "$results")
+echo "$report"
+if [ "$write" = 1 ]; then
+  printf '%s\n' "$report" >"$output"
+  bench_log "report written to $output"
+fi

@@ -48,9 +48,7 @@ int pidfd_open(pid_t pid) {
     return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
 }
 
-}  // namespace
-
-Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts) {
+Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &opts) {
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);
@@ -144,6 +142,23 @@ Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts) {
             next_tick = now + 1'000'000'000;
         }
     }
+}
+
+}  // namespace
+
+Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts) {
+    auto stop = loop_until_stopped(rings, opts);
+    if (!stop || *stop == StopReason::targets_exited || opts.grace_ms <= 0) {
+        return stop;
+    }
+    const uint64_t until = bpf::monotonic_ns() + static_cast<uint64_t>(opts.grace_ms) * 1'000'000;
+    for (uint64_t now = bpf::monotonic_ns(); now < until; now = bpf::monotonic_ns()) {
+        auto polled = rings.poll(static_cast<int>((until - now) / 1'000'000 + 1));
+        if (!polled) {
+            return polled.error();
+        }
+    }
+    return stop;
 }
 
 }  // namespace mysqltrace::trace

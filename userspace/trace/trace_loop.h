@@ -29,6 +29,11 @@ struct LoopOptions {
     // SIGINT, SIGTERM or SIGHUP arrived: true ends the trace (the default
     // without a handler), false goes on (`run` waits for its command).
     std::function<bool(int signo)> on_signal;
+    // After Ctrl-C or --duration, records keep being drained this long before
+    // the loop returns: the probe at the end of a statement fires just after
+    // the client has its reply, and a stop that a script sends on seeing the
+    // reply would otherwise lose that statement.
+    int grace_ms = 50;
 };
 
 // "0 records dropped", or with the reasons: ring buffers full, or every

@@ -22,19 +22,31 @@ char LICENSE[] SEC("license") = "GPL";
 // Inputs: THD layout of the traced build (server/thd_layout.h), -1 = unknown.
 const volatile __u32 target_tgid = 0;
 const volatile __s64 off_thread_id = -1;
-const volatile __s64 off_query_id = -1;
-const volatile __s64 off_query_string = -1;  // LEX_CSTRING {str, length}
-const volatile __s64 off_lex = -1;
-const volatile __s64 off_lex_sql_command = -1;
-const volatile __s64 off_db = -1;  // LEX_CSTRING
-const volatile __s64 off_stmt_da = -1;
-const volatile __s64 off_da_status = -1;
+const volatile __s64 off_lex_sql_command = -1;  // in LEX
 const volatile __s64 off_da_errno = -1;
 const volatile __s64 off_da_sqlstate = -1;
 const volatile __s64 off_da_message = -1;
-const volatile __s64 off_da_affected_rows = -1;
-const volatile __s64 off_sent_rows = -1;
-const volatile __s64 off_examined_rows = -1;
+// At a statement's end, the THD fields below are copied in at most
+// MT_THD_WINDOWS reads (window i to i * MT_THD_WINDOW_MAX of the gather area;
+// server/read_plan.h plans them) and picked out of the copy at these
+// positions; -1: unknown in this build. A read costs ~65 ns here whatever its
+// size up to a KiB, and there are a dozen fields.
+const volatile __s64 thd_win_off[MT_THD_WINDOWS] = {};
+const volatile __u32 thd_win_len[MT_THD_WINDOWS] = {};
+const volatile __s32 at_thread_id = -1;
+const volatile __s32 at_query_id = -1;
+const volatile __s32 at_sent_rows = -1;
+const volatile __s32 at_examined_rows = -1;
+const volatile __s32 at_lex = -1;
+const volatile __s32 at_query_string = -1;  // LEX_CSTRING {str, length}
+const volatile __s32 at_db = -1;            // LEX_CSTRING
+const volatile __s32 at_stmt_da = -1;
+// The Diagnostics_area's status and affected rows, in one window after the
+// THD's.
+const volatile __s64 da_win_off = 0;
+const volatile __u32 da_win_len = 0;
+const volatile __s32 at_da_status = -1;
+const volatile __s32 at_da_affected_rows = -1;
 const volatile __s64 off_proc_info = -1;
 // THD::security_ctx, and in Security_context: user, host, ip (char *).
 const volatile __s64 off_security_ctx = -1;
@@ -134,6 +146,7 @@ struct {
 // ring with their true size. A plain array: per-CPU values are limited.
 struct scratch_slot {
     __u8 bytes[sizeof(struct mt_server_statement_event) + MT_STATEMENT_DATA_MAX];
+    __u8 gather[MT_GATHER_BYTES];  // copies of the THD's and DA's windows
 };
 
 struct {
@@ -161,6 +174,45 @@ static __always_inline __u32 read_u32(const void *base, __s64 off) {
     if (base && off >= 0)
         bpf_probe_read_user(&v, sizeof(v), base + off);
     return v;
+}
+
+// A field of the gather area (0 when unknown or not copied).
+static __always_inline __u64 gathered(const __u8 *g, __s32 at) {
+    if (at < 0 || at > MT_GATHER_BYTES - 8)
+        return 0;
+    return *(const __u64 *)(g + at);
+}
+
+static __always_inline __u32 gathered_u32(const __u8 *g, __s32 at) {
+    if (at < 0 || at > MT_GATHER_BYTES - 4)
+        return 0;
+    return *(const __u32 *)(g + at);
+}
+
+// Copies the THD's windows, then its Diagnostics_area's, into g. A failed
+// copy leaves zeroes (the read helpers clear their destination on failure,
+// which a read of address 0 uses to clear a window with nothing to copy).
+static __always_inline void gather(__u8 *g, void *thd) {
+    __u64 da;
+
+    for (int i = 0; i < MT_THD_WINDOWS; i++) {
+        __u32 len = thd_win_len[i];
+
+        if (len == 0 || len > MT_THD_WINDOW_MAX)
+            continue;
+        if (thd)
+            bpf_probe_read_user(g + i * MT_THD_WINDOW_MAX, len, thd + thd_win_off[i]);
+        else
+            bpf_probe_read_kernel(g + i * MT_THD_WINDOW_MAX, len, 0);
+    }
+    if (da_win_len == 0 || da_win_len > MT_DA_WINDOW_MAX)
+        return;
+    da = gathered(g, at_stmt_da);
+    if (da)
+        bpf_probe_read_user(g + MT_THD_WINDOWS * MT_THD_WINDOW_MAX, da_win_len,
+                            (void *)(da + da_win_off));
+    else
+        bpf_probe_read_kernel(g + MT_THD_WINDOWS * MT_THD_WINDOW_MAX, da_win_len, 0);
 }
 
 // Called by the thread itself, so it is on a CPU now.
@@ -221,8 +273,10 @@ static __always_inline void begin_statement(struct thread_state *st, void *thd, 
 // `split_at`: where the next statement of the same query begins (0: none).
 static __always_inline void end_statement(struct thread_state *st, __u32 flags, __u64 split_at) {
     struct mt_server_statement_event *ev;
+    struct scratch_slot *slot_mem;
     void *thd = st->thd;
     void *da = 0;
+    __u8 *g;
     __u64 n_stages, off, n, src;
     __u32 slot;
     long len;
@@ -234,9 +288,11 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
         return;
     if (mt_scratch_claim(&slot))
         return;
-    ev = (struct mt_server_statement_event *)bpf_map_lookup_elem(&scratch, &slot);
-    if (!ev)
+    slot_mem = bpf_map_lookup_elem(&scratch, &slot);
+    if (!slot_mem)
         goto out;
+    ev = (struct mt_server_statement_event *)slot_mem->bytes;
+    g = slot_mem->gather;
     n_stages = st->ev.n_stages;
     if (n_stages > MT_MAX_STAGES)
         n_stages = MT_MAX_STAGES;
@@ -253,25 +309,25 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     ev->flags |= flags;
     read_counters(st, &ev->end);
 
-    ev->thread_id = read_u64(thd, off_thread_id);
-    ev->query_id = read_u64(thd, off_query_id);
-    ev->rows_sent = read_u64(thd, off_sent_rows);
-    ev->rows_examined = read_u64(thd, off_examined_rows);
+    gather(g, thd);
+    ev->thread_id = gathered(g, at_thread_id);
+    ev->query_id = gathered(g, at_query_id);
+    ev->rows_sent = gathered(g, at_sent_rows);
+    ev->rows_examined = gathered(g, at_examined_rows);
     ev->sql_command = ~0u;
-    if (off_lex >= 0 && off_lex_sql_command >= 0) {
-        void *lex = (void *)read_u64(thd, off_lex);
+    if (at_lex >= 0 && off_lex_sql_command >= 0) {
+        void *lex = (void *)gathered(g, at_lex);
         if (lex)
             ev->sql_command = read_u32(lex, off_lex_sql_command);
     }
-    if (off_stmt_da >= 0)
-        da = (void *)read_u64(thd, off_stmt_da);
-    ev->da_status = read_u32(da, off_da_status);
+    da = (void *)gathered(g, at_stmt_da);
+    ev->da_status = da ? gathered_u32(g, at_da_status) : 0;
     ev->error = 0;
     ev->rows_affected = 0;
     __builtin_memset(ev->sqlstate, 0, sizeof(ev->sqlstate));
     ev->message_len = 0;
     if (ev->da_status == DA_OK || ev->da_status == DA_OK_BULK)
-        ev->rows_affected = read_u64(da, off_da_affected_rows);
+        ev->rows_affected = gathered(g, at_da_affected_rows);
     if (ev->da_status >= 5) {  // DA_ERROR (DA_DISABLED reads no message)
         ev->error = read_u32(da, off_da_errno);
         if (da && off_da_sqlstate >= 0)
@@ -287,9 +343,9 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
 
     // CURRENT_SCHEMA
     ev->db_len = 0;
-    if (off_db >= 0) {
-        src = read_u64(thd, off_db);
-        n = read_u64(thd, off_db + 8);
+    if (at_db >= 0) {
+        src = gathered(g, at_db);
+        n = gathered(g, at_db + 8);
         if (n > MT_MAX_DB - 1)
             n = MT_MAX_DB - 1;
         barrier_var(n);
@@ -324,9 +380,9 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
         n = split_at - src;
         ev->text_len = n;
     }
-    if ((ev->command != COM_QUERY || !st->parses) && off_query_string >= 0) {
-        src = read_u64(thd, off_query_string);
-        n = read_u64(thd, off_query_string + 8);
+    if ((ev->command != COM_QUERY || !st->parses) && at_query_string >= 0) {
+        src = gathered(g, at_query_string);
+        n = gathered(g, at_query_string + 8);
         ev->text_addr = src;
         ev->text_len = n;
     }

@@ -20,6 +20,7 @@
 #include "mysqltrace/abi/event.h"
 #include "proc/maps.h"
 #include "server.skel.h"
+#include "server/read_plan.h"
 
 namespace mysqltrace::server {
 
@@ -87,6 +88,41 @@ Result<int64_t> load_bias(pid_t pid, const elf::ElfFile &file, const elf::Symbol
     }
     return Error{ENOENT, std::string("cannot find ") + real + " in the memory map of pid " +
                              std::to_string(pid)};
+}
+
+// The THD and Diagnostics_area fields a statement's end reads, grouped into
+// a few copies (bpf/server.bpf.c, gather()).
+void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t query_string) {
+    const ReadPlan thd = plan_reads({{l.thread_id, 8},
+                                     {l.query_id, 8},
+                                     {l.sent_row_count, 8},
+                                     {l.examined_row_count, 8},
+                                     {l.lex, 8},
+                                     {query_string, 16},
+                                     {l.db, 16},
+                                     {l.stmt_da, 8}},
+                                    MT_THD_WINDOW_MAX, MT_THD_WINDOWS);
+    for (size_t i = 0; i < thd.windows.size(); i++) {
+        ro->thd_win_off[i] = thd.windows[i].offset;
+        ro->thd_win_len[i] = thd.windows[i].length;
+    }
+    ro->at_thread_id = thd.at[0];
+    ro->at_query_id = thd.at[1];
+    ro->at_sent_rows = thd.at[2];
+    ro->at_examined_rows = thd.at[3];
+    ro->at_lex = thd.at[4];
+    ro->at_query_string = thd.at[5];
+    ro->at_db = thd.at[6];
+    ro->at_stmt_da = thd.at[7];
+    const ReadPlan da =
+        plan_reads({{l.da_status, 4}, {l.da_affected_rows, 8}}, MT_DA_WINDOW_MAX, 1);
+    if (!da.windows.empty()) {
+        const int32_t base = MT_THD_WINDOWS * MT_THD_WINDOW_MAX;
+        ro->da_win_off = da.windows[0].offset;
+        ro->da_win_len = da.windows[0].length;
+        ro->at_da_status = da.at[0] < 0 ? -1 : base + da.at[0];
+        ro->at_da_affected_rows = da.at[1] < 0 ? -1 : base + da.at[1];
+    }
 }
 
 }  // namespace
@@ -223,19 +259,11 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     const ThdLayout &l = target.layout;
     ro->target_tgid = static_cast<__u32>(target.pid);
     ro->off_thread_id = l.thread_id;
-    ro->off_query_id = l.query_id;
-    ro->off_query_string = target.query_string_offset;
-    ro->off_lex = l.lex;
     ro->off_lex_sql_command = l.lex_sql_command;
-    ro->off_db = l.db;
-    ro->off_stmt_da = l.stmt_da;
-    ro->off_da_status = l.da_status;
     ro->off_da_errno = l.da_errno;
     ro->off_da_sqlstate = l.da_sqlstate;
     ro->off_da_message = l.da_message;
-    ro->off_da_affected_rows = l.da_affected_rows;
-    ro->off_sent_rows = l.sent_row_count;
-    ro->off_examined_rows = l.examined_row_count;
+    set_read_plan(ro, l, target.query_string_offset);
     ro->off_proc_info = l.proc_info;
     ro->off_security_ctx = l.security_ctx;
     ro->off_sctx_user = l.sctx_user;

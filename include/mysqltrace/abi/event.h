@@ -196,6 +196,15 @@ struct mt_server_account_event {
 #define MT_STATEMENT_DATA_MAX \
     (MT_MAX_STAGES * sizeof(struct mt_stage_mark) + MT_MAX_MESSAGE + MT_MAX_DB + MT_MAX_SQL)
 
+// The server object fields a statement's end reads are copied in a few
+// windows (server/read_plan.h) into a gather area: this many of at most this
+// many bytes for the THD, and one of at most MT_DA_WINDOW_MAX bytes for its
+// Diagnostics_area after them.
+#define MT_THD_WINDOWS 4
+#define MT_THD_WINDOW_MAX 1024
+#define MT_DA_WINDOW_MAX 64
+#define MT_GATHER_BYTES (MT_THD_WINDOWS * MT_THD_WINDOW_MAX + MT_DA_WINDOW_MAX)
+
 // ---- Client capture (bpf/client.bpf.c) ----
 
 // Largest payload copied per syscall (the --snaplen ceiling); a power of two

@@ -540,12 +540,4 @@ TEST(CallRender, ChromeIsOneJsonDocumentOfNestedSlices) {
     EXPECT_NE(doc.find("\"ts\":1.500"), std::string::npos);
 }
 
-TEST(CallRender, HumanDurations) {
-    EXPECT_EQ(human_duration(850), "0.85 us");
-    EXPECT_EQ(human_duration(12'345), "12.3 us");
-    EXPECT_EQ(human_duration(4'560'000), "4560.0 us");
-    EXPECT_EQ(human_duration(45'600'000), "45.60 ms");
-    EXPECT_EQ(human_duration(12'345'000'000), "12.345 s");
-}
-
 }  // namespace

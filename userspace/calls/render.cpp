@@ -8,6 +8,7 @@
 
 #include "mysqltrace/abi/event.h"
 #include "output/clock.h"
+#include "output/units.h"
 
 namespace mysqltrace::calls {
 
@@ -73,20 +74,6 @@ std::string retval_text(uint64_t rax) {
 }
 
 }  // namespace
-
-std::string human_duration(uint64_t ns) {
-    char buf[32];
-    if (ns < 10'000) {
-        std::snprintf(buf, sizeof(buf), "%.2f us", static_cast<double>(ns) / 1e3);
-    } else if (ns < 10'000'000) {
-        std::snprintf(buf, sizeof(buf), "%.1f us", static_cast<double>(ns) / 1e3);
-    } else if (ns < 10'000'000'000ull) {
-        std::snprintf(buf, sizeof(buf), "%.2f ms", static_cast<double>(ns) / 1e6);
-    } else {
-        std::snprintf(buf, sizeof(buf), "%.3f s", static_cast<double>(ns) / 1e9);
-    }
-    return buf;
-}
 
 CallRenderer::CallRenderer(RenderOptions opts, std::vector<std::string> functions,
                            std::vector<std::string> annotations, Locate locate)
@@ -163,7 +150,7 @@ std::string CallRenderer::event(const CallEvent &ev) {
             case EventKind::ret:
                 line += repeat("<-", ev.depth) + " " + caller + " < " + function(ev.func);
                 if (ev.how == EndHow::returned) {
-                    line += " " + human_duration(ev.duration_ns);
+                    line += " " + output::human_duration(ev.duration_ns);
                 } else {
                     line += std::string(" (") + end_how_text(ev.how) + ")";
                 }

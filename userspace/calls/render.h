@@ -52,7 +52,4 @@ class CallRenderer {
     bool first_ = true;  // chrome: no comma before the first event
 };
 
-// "0.85 us", "12.3 us", "4.56 ms", "1.234 s".
-std::string human_duration(uint64_t ns);
-
 }  // namespace mysqltrace::calls

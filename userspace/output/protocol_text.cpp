@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "output/units.h"
+
 namespace mysqltrace::output {
 
 using protocol::CommandSummary;
@@ -36,15 +38,18 @@ std::string prefix(uint64_t conn, uint64_t ts_ns, uint32_t pid, uint32_t tid,
 }
 
 std::string duration(uint64_t ns) {
-    char buf[64];
+    std::string s;
     if (ns < 10000) {
-        std::snprintf(buf, sizeof(buf), "%llu ns", static_cast<unsigned long long>(ns));
+        append_fixed(s, ns, 1, 0);
+        s += " ns";
     } else if (ns < 10000000) {
-        std::snprintf(buf, sizeof(buf), "%.1f us", ns / 1e3);
+        append_fixed(s, ns, 1000, 1);
+        s += " us";
     } else {
-        std::snprintf(buf, sizeof(buf), "%.3f ms", ns / 1e6);
+        append_fixed(s, ns, 1'000'000, 3);
+        s += " ms";
     }
-    return buf;
+    return s;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mysql/commands.h"
+#include "output/units.h"
 #include "server/statement_tracer.h"
 
 namespace mysqltrace::output {
@@ -54,21 +55,13 @@ bool has_text(const server::Statement &st) {
 }
 
 std::string duration(uint64_t ns) {
-    char buf[32];
-    if (ns < 10'000) {
-        std::snprintf(buf, sizeof(buf), "%.2f us", static_cast<double>(ns) / 1e3);
-    } else if (ns < 10'000'000) {
-        std::snprintf(buf, sizeof(buf), "%.1f us", static_cast<double>(ns) / 1e3);
-    } else {
-        std::snprintf(buf, sizeof(buf), "%.2f ms", static_cast<double>(ns) / 1e6);
-    }
-    return buf;
+    return human_duration(ns);
 }
 
 std::string seconds(uint64_t ns) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.6f", static_cast<double>(ns) / 1e9);
-    return buf;
+    std::string s;
+    append_fixed(s, ns, 1'000'000'000, 6);
+    return s;
 }
 
 std::string dump(const nlohmann::ordered_json &j) {

@@ -12,6 +12,8 @@
 #   traps           `mysqltrace server --stages traps`: exact's probes with
 #                   programs that return at once (the floor exact is judged by)
 #   waits           `mysqltrace server --waits` (sampled stages + waits)
+#   table-io        `mysqltrace server --stages off --table-io` (statements
+#                   and one wait per row through the handler)
 #   client          `mysqltrace client` attached to sysbench
 #   client-summary  the same with --summary-only
 #   run             `mysqltrace run -- sysbench` (the shim's USDT probes)
@@ -25,7 +27,7 @@
 # rows, sysbench over the unix socket.
 
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BENCH_ALL_CONFIGS="baseline statements sampled exact traps waits client client-summary run run-no-api shim-idle pfs-stages pfs"
+BENCH_ALL_CONFIGS="baseline statements sampled exact traps waits table-io client client-summary run run-no-api shim-idle pfs-stages pfs"
 # Enough for the 200-connection memory runs (the default is 151).
 BENCH_MAX_CONNECTIONS=${BENCH_MAX_CONNECTIONS:-512}
 BENCH_TABLE_SIZE=${BENCH_TABLE_SIZE:-10000}
@@ -238,10 +240,11 @@ bench_run() {
     baseline) bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
     pfs | pfs-stages) bench_sysbench "$work/$cfg" "$workload" "${args[@]}" >"$out" ;;
     shim-idle) LD_PRELOAD="$shim" bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
-    statements | sampled | exact | traps | waits)
+    statements | sampled | exact | traps | waits | table-io)
       mode=$cfg
       [ "$cfg" = statements ] && mode=off
       [ "$cfg" = waits ] && mode=sampled && extra=(--waits)
+      [ "$cfg" = table-io ] && mode=off && extra=(--table-io)
       "$mt" server --pid "$(bench_server_pid "$plain")" --stages "$mode" "${extra[@]}" \
         --output /dev/null 2>"$err" &
       bench_tracer=$!

@@ -100,7 +100,7 @@ else
   matrix_name=$matrix
 fi
 read -r -d '' -a cell_list <<<"$cells" || true
-: "${configs:=baseline statements sampled exact traps waits client run shim-idle pfs-stages pfs}"
+: "${configs:=baseline statements sampled exact traps waits table-io client run shim-idle pfs-stages pfs}"
 read -r -a config_list <<<"$configs"
 [[ " $configs " == *" baseline "* ]] || { echo "perf-report: --configs must include baseline" >&2; exit 2; }
 for c in "${config_list[@]}"; do

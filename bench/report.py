@@ -21,6 +21,7 @@ NAMES = {
     "exact": "`mysqltrace server --stages exact` (+ exact stages)",
     "traps": "exact-stage probes, empty programs (trap floor)",
     "waits": "`mysqltrace server --waits` (statements + sampled stages + waits)",
+    "table-io": "`mysqltrace server --stages off --table-io` (statements + a wait per row)",
     "client": "`mysqltrace client` on sysbench",
     "client-summary": "`mysqltrace client --summary-only` on sysbench",
     "run": "`mysqltrace run -- sysbench` (shim)",
@@ -368,6 +369,17 @@ def main():
                 p(f"| {NAMES[c]} | {up_q:.1f} | {other_q:.1f} | {fmt(extra, 1)} | "
                   f"{fmt(trap_us, 1)} | {bpf_us:.1f} | {fmt(rest, 1)} |")
             p("")
+            t, s = derived.get("table-io"), derived.get("statements")
+            if t and s and t["extra"] is not None and s["extra"] is not None:
+                # Each row adds an entry and a return probe to the statement's two.
+                rows_q = (t["up_q"] - s["up_q"]) / 2
+                if rows_q > 0:
+                    p(f"`--table-io` cost per row: {rows_q:.1f} rows per query (handler calls: "
+                      f"half the extra uprobe hits), "
+                      f"{(t['extra'] - s['extra']) / rows_q:.1f} us per row on top of statements "
+                      f"only, of which {(t['bpf_us'] - s['bpf_us']) / rows_q:.2f} us in its BPF "
+                      "programs.")
+                    p("")
 
     # ---------------- pipeline ----------------
     if any(pipes.values()):

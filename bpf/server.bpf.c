@@ -53,6 +53,10 @@ const volatile __s64 off_security_ctx = -1;
 const volatile __s64 off_sctx_user = -1;
 const volatile __s64 off_sctx_host = -1;
 const volatile __s64 off_sctx_ip = -1;
+// Table I/O: handler::table_share, and TABLE_SHARE's db and table_name.
+const volatile __s64 off_handler_table_share = -1;
+const volatile __s64 off_share_db = -1;
+const volatile __s64 off_share_table_name = -1;
 // Send each connection's account once (trace file names, --user).
 const volatile __u32 want_accounts = 0;
 const volatile __u32 max_sql = 4096;
@@ -113,6 +117,12 @@ struct thread_state {
     __u64 sc_value;
     __u64 sc_caller;
     __u64 account_id;  // the connection whose account was sent last (0: none)
+    // The handler row operation in progress (--table-io): the outermost one
+    // of a thread, as a partitioned table's handler calls its partitions'.
+    __u64 tio_start;
+    __u64 tio_handler;
+    __u32 tio_op;
+    __u32 tio_depth;
     __u32 sc_kind;     // 0: none
     __u32 sc_flags;
     __u32 active;
@@ -458,6 +468,7 @@ int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *pa
     if (st->active)
         end_statement(st, MT_STMT_CUT, 0);
     st->parses = 0;
+    st->tio_depth = 0;  // a return that was never seen must not hide the next ones
     st->ev.text_addr = (__u64)packet;
     st->arg_len = 0;
     if (command != COM_QUERY && command != COM_STMT_PREPARE && command != COM_STMT_EXECUTE &&
@@ -865,6 +876,72 @@ int BPF_PROG(server_sys_exit, struct pt_regs *regs, long ret) {
         mt_submit(ring, ev, sizeof(*ev));
     }
     st->sc_kind = 0;
+    return 0;
+}
+
+// ---- Table I/O (--table-io) ----
+//
+// Entry and return probes (one uprobe_multi link each, sharing their traps)
+// on the exported handler::ha_* row methods; cookie: enum mt_table_op. A
+// return probe costs a second trap per row, which is why this is opt-in.
+
+SEC("uprobe")
+int server_table_io(struct pt_regs *ctx) {
+    struct thread_state *st;
+
+    if (!traced())
+        return 0;
+    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    if (!st || !st->thd)
+        return 0;  // not a connection thread
+    if (st->tio_depth++ == 0) {
+        st->tio_start = bpf_ktime_get_ns();
+        st->tio_handler = PT_REGS_PARM1(ctx);
+        st->tio_op = (__u32)bpf_get_attach_cookie(ctx);
+    }
+    return 0;
+}
+
+SEC("uprobe")
+int server_table_io_ret(struct pt_regs *ctx) {
+    struct mt_server_table_io_event *ev;
+    struct thread_state *st;
+    void *ring, *share;
+    // TABLE_SHARE's db and table_name, side by side (server/thd_layout.cpp
+    // only learns them so): one read.
+    struct {
+        __u64 db, db_len, name, name_len;
+    } names = {};
+    long n;
+
+    if (!traced())
+        return 0;
+    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    if (!st || st->tio_depth == 0 || --st->tio_depth != 0)
+        return 0;
+    ev = mt_reserve(&ring, MT_EV_SERVER_TABLE_IO, sizeof(*ev));
+    if (!ev)
+        return 0;
+    ev->start_ns = st->tio_start;
+    ev->thread_id = read_u64(st->thd, off_thread_id);
+    ev->handler = st->tio_handler;
+    ev->ret = (__s32)PT_REGS_RC(ctx);
+    ev->op = st->tio_op;
+    ev->flags = st->active ? MT_WAIT_IN_STATEMENT : 0;
+    ev->db_len = 0;
+    ev->name_len = 0;
+    ev->db[0] = 0;
+    ev->name[0] = 0;
+    share = (void *)read_u64((void *)st->tio_handler, off_handler_table_share);
+    if (share && off_share_db >= 0 && off_share_table_name == off_share_db + 16 &&
+        bpf_probe_read_user(&names, sizeof(names), share + off_share_db) == 0) {
+        n = names.db ? bpf_probe_read_user_str(ev->db, sizeof(ev->db), (void *)names.db) : 0;
+        ev->db_len = n > 1 ? n - 1 : 0;
+        n = names.name ? bpf_probe_read_user_str(ev->name, sizeof(ev->name), (void *)names.name)
+                       : 0;
+        ev->name_len = n > 1 ? n - 1 : 0;
+    }
+    mt_submit(ring, ev, sizeof(*ev));
     return 0;
 }
 

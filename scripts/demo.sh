@@ -67,12 +67,14 @@ start_tracer server --pid "$MT_PID" --stages exact --format profile --max-statem
 client demo -e "SELECT name FROM t WHERE name LIKE 'b%' ORDER BY id" >/dev/null
 finish_tracer
 
-banner "mysqltrace server --waits --format pfs-sql: waits in their statements, as WL#4878 trace files"
+banner "mysqltrace server --waits --table-io --format pfs-sql: waits in their statements, as WL#4878 trace files"
 # One connection holds a table lock while another waits for it: the wait
-# shows up nested in the waiting statement. One trace file per server
+# shows up nested in the waiting statement. --table-io adds a wait for each
+# row read or written through the storage engine. One trace file per server
 # thread; merged and loaded into ordinary tables, the usual
 # performance_schema queries run on them.
-start_tracer server --pid "$MT_PID" --waits --format pfs-sql --output "$work/pfs" --duration 3
+start_tracer server --pid "$MT_PID" --waits --table-io --format pfs-sql --output "$work/pfs" \
+  --duration 3
 client demo -e "LOCK TABLES t WRITE; SELECT SLEEP(0.5); UNLOCK TABLES" >/dev/null &
 locker=$!
 sleep 0.2

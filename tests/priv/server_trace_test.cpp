@@ -800,6 +800,77 @@ TEST_F(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
     mysql_close(waiter);
 }
 
+// --table-io: each row a statement reads or writes through the handler is
+// one wait/io/table/sql/handler wait, nested in its statement.
+TEST_F(ServerTrace, TableIoRowsAsHandlerWaits) {
+    ASSERT_TRUE(server_
+                    ->query("create database mt_db; create table mt_db.t (a int primary key, "
+                            "b varchar(20), key (b)) engine=InnoDB; "
+                            "insert into mt_db.t values (1, 'x'), (2, 'y'), (3, 'z')")
+                    .ok());
+    MYSQL *m = connect();
+    ASSERT_NE(m, nullptr);
+    auto tracer =
+        start_tracer({"--table-io", "--stages", "off", "--format", "json", "--output", out_path_});
+    const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
+        {"select * from mt_db.t where a = 2", {"fetch"}},
+        // Three rows, then the end of the table.
+        {"select * from mt_db.t", {"fetch", "fetch", "fetch", "fetch"}},
+        {"insert into mt_db.t values (4, 'w')", {"insert"}},
+        {"update mt_db.t set b = 'q' where a = 1", {"fetch", "update"}},
+        {"delete from mt_db.t where a = 3", {"fetch", "delete"}},
+        // An index range: its first row, the next two, the end of the range.
+        {"select count(*) from mt_db.t where b > 'a'", {"fetch", "fetch", "fetch", "fetch"}},
+    };
+    for (const auto &[sql, ops] : expected) {
+        ASSERT_EQ(query(m, sql), 0u) << sql;
+    }
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(" 14 waits, 0 records dropped;"), std::string::npos) << r.err;
+    mysql_close(m);
+
+    std::vector<json> all;
+    {
+        std::ifstream in(out_path_);
+        for (std::string line; std::getline(in, line);) {
+            all.push_back(json::parse(line));
+        }
+    }
+    size_t rows = 0;
+    for (const auto &[sql, ops] : expected) {
+        json st;
+        std::vector<std::string> seen;
+        uint64_t waited = 0;
+        for (const auto &w : waits_of(all, sql, &st)) {
+            EXPECT_EQ(w["EVENT_NAME"], "wait/io/table/sql/handler") << w.dump();
+            EXPECT_EQ(w["OBJECT_SCHEMA"], "mt_db") << w.dump();
+            EXPECT_EQ(w["OBJECT_NAME"], "t") << w.dump();
+            EXPECT_EQ(w["OBJECT_TYPE"], "TABLE") << w.dump();
+            EXPECT_GT(w["OBJECT_INSTANCE_BEGIN"].get<uint64_t>(), 0u) << w.dump();
+            EXPECT_EQ(w["NESTING_EVENT_TYPE"], "STATEMENT") << w.dump();
+            EXPECT_TRUE(w["NUMBER_OF_BYTES"].is_null()) << w.dump();
+            EXPECT_GE(w["TIMER_START"].get<uint64_t>(), st["TIMER_START"].get<uint64_t>());
+            EXPECT_LE(w["TIMER_END"].get<uint64_t>(), st["TIMER_END"].get<uint64_t>());
+            waited += w["TIMER_WAIT"].get<uint64_t>();
+            seen.push_back(w["OPERATION"]);
+        }
+        ASSERT_FALSE(st.is_null()) << sql;
+        EXPECT_EQ(seen, ops) << sql;
+        EXPECT_LE(waited, st["TIMER_WAIT"].get<uint64_t>()) << sql;
+        rows += ops.size();
+    }
+    EXPECT_EQ(rows, 14u);
+    bool summarised = false;
+    for (const auto &e : all) {
+        if (e["kind"] == "wait_summary" && e["EVENT_NAME"] == "wait/io/table/sql/handler") {
+            EXPECT_EQ(e["COUNT_STAR"], rows);
+            summarised = true;
+        }
+    }
+    EXPECT_TRUE(summarised);
+}
+
 // WL#4878 trace files, merged and loaded into an ordinary database with
 // share/schema.sql, agree with mysqltrace's own summary.
 TEST_F(ServerTrace, TraceFilesLoadAndMatchTheSummary) {

@@ -3,6 +3,7 @@
 // renderings built from them.
 #include <cstring>
 #include <vector>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -352,6 +353,56 @@ TEST(ServerWaits, DecodeRejectsOtherRecords) {
     EXPECT_FALSE(mysqltrace::server::decode_wait(rec, &w));
     rec.pop_back();
     EXPECT_FALSE(mysqltrace::server::decode_wait(rec, &w));
+}
+
+TEST(ServerWaits, TableIoRecordsAreHandlerWaits) {
+    mt_server_table_io_event ev{};
+    ev.hdr.type = MT_EV_SERVER_TABLE_IO;
+    ev.hdr.size = sizeof(ev);
+    ev.hdr.ts_ns = 900;
+    ev.start_ns = 400;
+    ev.thread_id = 12;
+    ev.handler = 0x7f0000001000;
+    ev.op = MT_TABLE_UPDATE_ROW;
+    ev.flags = MT_WAIT_IN_STATEMENT;
+    std::memcpy(ev.db, "shop", 4);
+    ev.db_len = 4;
+    std::memcpy(ev.name, "orders", 6);
+    ev.name_len = 6;
+    std::vector<uint8_t> rec(sizeof(ev));
+    std::memcpy(rec.data(), &ev, sizeof(ev));
+    mysqltrace::server::Wait w;
+    EXPECT_FALSE(mysqltrace::server::decode_wait(rec, &w));
+    ASSERT_TRUE(mysqltrace::server::decode_table_io(rec, &w));
+    EXPECT_EQ(w.kind, static_cast<uint32_t>(MT_WAIT_TABLE));
+    EXPECT_EQ(w.start_ns, 400u);
+    EXPECT_EQ(w.end_ns, 900u);
+    EXPECT_TRUE(w.in_statement());
+    EXPECT_EQ(w.schema, "shop");
+    EXPECT_EQ(w.table, "orders");
+    mysqltrace::server::WaitNamer namer(getpid(), nullptr, 0);
+    auto n = namer.name(w);
+    EXPECT_EQ(n.event_name, "wait/io/table/sql/handler");
+    EXPECT_EQ(n.operation, "update");
+    EXPECT_EQ(n.object_type, "TABLE");
+    EXPECT_EQ(n.object_schema, "shop");
+    EXPECT_EQ(n.object_name, "orders");
+    EXPECT_EQ(n.object_instance, 0x7f0000001000u);
+    for (uint32_t op : {MT_TABLE_RND_NEXT, MT_TABLE_INDEX_READ_MAP, MT_TABLE_INDEX_NEXT_SAME}) {
+        EXPECT_STREQ(mysqltrace::server::table_op_operation(op), "fetch");
+    }
+    EXPECT_STREQ(mysqltrace::server::table_op_operation(MT_TABLE_WRITE_ROW), "insert");
+    EXPECT_STREQ(mysqltrace::server::table_op_operation(MT_TABLE_DELETE_ROW), "delete");
+    EXPECT_STREQ(mysqltrace::server::table_op_method(MT_TABLE_INDEX_READ_IDX_MAP),
+                 "index_read_idx_map");
+    // An unknown method, or a name longer than its buffer, is not a record.
+    ev.op = 99;
+    std::memcpy(rec.data(), &ev, sizeof(ev));
+    EXPECT_FALSE(mysqltrace::server::decode_table_io(rec, &w));
+    ev.op = MT_TABLE_RND_NEXT;
+    ev.name_len = sizeof(ev.name);
+    std::memcpy(rec.data(), &ev, sizeof(ev));
+    EXPECT_FALSE(mysqltrace::server::decode_table_io(rec, &w));
 }
 
 }  // namespace

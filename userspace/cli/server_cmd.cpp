@@ -25,6 +25,7 @@ struct ServerArgs : TraceArgs {
     uint64_t max_statements = 0;
     double stage_duration = 0;
     bool waits = false;
+    bool table_io = false;
     double min_duration_ms = 0;
     std::string db;
     std::string user;
@@ -128,6 +129,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.min_duration_ns = static_cast<uint64_t>(a.min_duration_ms * 1e6);
     opts.ring.bytes_per_cpu = a.ring_kib << 10;
     opts.waits = a.waits;
+    opts.table_io = a.table_io;
     server::WaitNamer namer(a.pid, target->file, target->load_bias);
     // Accounts are sent only for what needs them: trace file names, --user.
     opts.accounts = pfs_sql || !a.user.empty();
@@ -253,7 +255,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     if (failed) {
         totals += ", " + std::to_string(failed) + " failed";
     }
-    if (a.waits) {
+    if (a.waits || a.table_io) {
         totals += ", " + std::to_string(waits) + " waits";
     }
     if (trace_files) {
@@ -298,6 +300,11 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
                   "Also waits, as performance_schema's events_waits: contended locks (futex "
                   "waits), file and socket I/O, idle time between commands (syscall "
                   "tracepoints on the server's threads)");
+    cmd->add_flag("--table-io", a->table_io,
+                  "Also every row a statement reads or writes through its storage engine, as "
+                  "wait/io/table/sql/handler waits (OPERATION fetch, insert, update, delete; "
+                  "OBJECT_SCHEMA and OBJECT_NAME the table): two probes on the handler's "
+                  "method per row, a few microseconds each; for short, focused traces");
     cmd->add_option("--sample-hz", a->sample_hz, "Stage samples per second per CPU (sampled)")
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();

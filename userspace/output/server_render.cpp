@@ -234,7 +234,7 @@ nlohmann::ordered_json ServerRenderer::wait_json(const NamedWait &w, uint64_t ev
     j["TIMER_END"] = w.wait.end_ns * 1000;
     j["TIMER_WAIT"] = (w.wait.end_ns - w.wait.start_ns) * 1000;
     j["SPINS"] = J();
-    j["OBJECT_SCHEMA"] = J();
+    j["OBJECT_SCHEMA"] = n.object_schema.empty() ? J() : J(n.object_schema);
     j["OBJECT_NAME"] = n.object_name.empty() ? J() : J(n.object_name);
     j["INDEX_NAME"] = J();
     j["OBJECT_TYPE"] = n.object_type.empty() ? J() : J(n.object_type);
@@ -289,10 +289,13 @@ std::string ServerRenderer::text_rows(const server::Statement &st,
         line += "    (" + std::to_string(st.stages_lost) + " more stages not kept)\n";
     }
     for (const auto &w : waits) {
-        char buf[512];
+        std::string object = w.name.object_schema.empty()
+                                 ? w.name.object_name
+                                 : w.name.object_schema + "." + w.name.object_name;
+        char buf[1024];
         std::snprintf(buf, sizeof(buf), "      ~ %-44s %10s %s%s%s\n", w.name.event_name.c_str(),
                       duration(w.wait.end_ns - w.wait.start_ns).c_str(), w.name.operation.c_str(),
-                      w.name.object_name.empty() ? "" : " ", w.name.object_name.c_str());
+                      object.empty() ? "" : " ", object.c_str());
         line += buf;
     }
     return line;

@@ -31,6 +31,22 @@ constexpr const char *kDispatch = "_Z16dispatch_command19enum_server_commandP3TH
 constexpr const char *kParse = "_Z11mysql_parseP3THDPcjP12Parser_state";
 // The stage dispatch_command enters once the command is done and answered.
 constexpr const char *kEndStage = "stage_cleaning_up";
+// The handler row methods every storage engine's reads and writes go
+// through (sql/handler.cc), with what performance_schema calls them.
+constexpr std::pair<const char *, uint32_t> kTableIoMethods[] = {
+    {"_ZN7handler11ha_rnd_nextEPh", MT_TABLE_RND_NEXT},
+    {"_ZN7handler10ha_rnd_posEPhS0_", MT_TABLE_RND_POS},
+    {"_ZN7handler17ha_index_read_mapEPhPKhm16ha_rkey_function", MT_TABLE_INDEX_READ_MAP},
+    {"_ZN7handler21ha_index_read_idx_mapEPhjPKhm16ha_rkey_function", MT_TABLE_INDEX_READ_IDX_MAP},
+    {"_ZN7handler13ha_index_nextEPh", MT_TABLE_INDEX_NEXT},
+    {"_ZN7handler13ha_index_prevEPh", MT_TABLE_INDEX_PREV},
+    {"_ZN7handler14ha_index_firstEPh", MT_TABLE_INDEX_FIRST},
+    {"_ZN7handler13ha_index_lastEPh", MT_TABLE_INDEX_LAST},
+    {"_ZN7handler18ha_index_next_sameEPhPKhj", MT_TABLE_INDEX_NEXT_SAME},
+    {"_ZN7handler12ha_write_rowEPKh", MT_TABLE_WRITE_ROW},
+    {"_ZN7handler13ha_update_rowEPKhS1_", MT_TABLE_UPDATE_ROW},
+    {"_ZN7handler13ha_delete_rowEPKh", MT_TABLE_DELETE_ROW},
+};
 
 Result<elf::ProbeSite> entry_site(const elf::ElfFile &file, const elf::Symbol &sym) {
     auto code = file.read(sym.vaddr, 16);
@@ -201,6 +217,16 @@ Result<ServerTarget> resolve_server(pid_t pid) {
         ss.probe_cost = site->cost;
         t.stages.push_back(std::move(ss));
     }
+    for (const auto &[sym, op] : kTableIoMethods) {
+        auto fs = f.find(sym);
+        if (!fs) {
+            continue;
+        }
+        auto site = entry_site(f, *fs);
+        if (site && site->cost != elf::ProbeCost::undecodable) {
+            t.table_io.push_back({site->offset, op});
+        }
+    }
     for (const auto &s : t.stages) {
         if (s.stage_symbol == kEndStage && s.function == kDispatch) {
             t.end_offset = s.probe_offset;
@@ -270,6 +296,9 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_sctx_host = l.sctx_host;
     ro->off_sctx_ip = l.sctx_ip;
     ro->want_accounts = opts.accounts && l.security_ctx >= 0 && l.sctx_user >= 0;
+    ro->off_handler_table_share = l.handler_table_share;
+    ro->off_share_db = l.share_db;
+    ro->off_share_table_name = l.share_table_name;
     ro->max_sql = std::min<uint32_t>(opts.max_sql, MT_MAX_SQL);
     ro->text_lo = target.text_lo;
     ro->text_hi = target.text_hi;
@@ -287,7 +316,10 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     if (auto r = bpf::size_scratch_slots(t->skel_->obj); !r) {
         return r.error();
     }
-    bpf::prepare_uprobe_multi(t->skel_->progs.server_stage);
+    for (bpf_program *prog : {t->skel_->progs.server_stage, t->skel_->progs.server_table_io,
+                              t->skel_->progs.server_table_io_ret}) {
+        bpf::prepare_uprobe_multi(prog);
+    }
     if (int err = ::server::load(t->skel_); err != 0) {
         return make_error(err, "cannot load the server BPF programs");
     }
@@ -303,7 +335,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
                 self->accounts_.add(std::move(account));
             } else if (decode_statement(rec, &st)) {
                 self->sink_(st);
-            } else if (decode_wait(rec, &w)) {
+            } else if (decode_wait(rec, &w) || decode_table_io(rec, &w)) {
                 if (self->wait_sink_) {
                     self->wait_sink_(w);
                 }
@@ -357,6 +389,30 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
             }
             t->links_.emplace_back(l);
         }
+    }
+    if (opts.table_io) {
+        if (target.table_io.empty() || l.handler_table_share < 0) {
+            return Error{ENOTSUP,
+                         "--table-io: this server build has no exported handler::ha_* "
+                         "row methods, or their table cannot be found from the code"};
+        }
+        std::vector<uint64_t> offsets, cookies;
+        for (const auto &s : target.table_io) {
+            offsets.push_back(s.offset);
+            cookies.push_back(s.op);
+        }
+        // Returns first: a call already running when its entry probe goes in
+        // then ends unseen instead of being left open.
+        for (bool ret : {true, false}) {
+            auto tl =
+                bpf::attach_uprobe_multi(ret ? progs->server_table_io_ret : progs->server_table_io,
+                                         target.pid, target.exe, offsets, cookies, ret);
+            if (!tl) {
+                return tl.error();
+            }
+            t->table_io_links_.push_back(std::move(tl).value());
+        }
+        t->table_io_sites_ = offsets.size();
     }
     if (opts.stages != StageMode::off) {
         // Off-CPU time by stage, and a per-thread CPU clock exact to the ns.
@@ -445,6 +501,7 @@ std::string StatementTracer::stage_name_at(uint64_t addr) {
 
 StatementTracer::~StatementTracer() {
     stage_link_.reset();
+    table_io_links_.clear();
     links_.clear();
     perf_fds_.clear();
     rings_.reset();

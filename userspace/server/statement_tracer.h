@@ -48,6 +48,12 @@ struct ServerTarget {
     // exit_cond's up to the end.
     size_t cond_sites = 0, exit_cond_sites = 0;
     int64_t query_string_offset = -1;
+    // Entries of the exported handler::ha_* row methods (--table-io).
+    struct TableIoSite {
+        uint64_t offset = 0;  // file offset of the probe
+        uint32_t op = 0;      // enum mt_table_op
+    };
+    std::vector<TableIoSite> table_io;
     int64_t load_bias = 0;              // runtime address - file vaddr
     uint64_t text_lo = 0, text_hi = 0;  // the server's code, at run time
     std::shared_ptr<const elf::ElfFile> file;
@@ -67,6 +73,7 @@ struct StatementTracerOptions {
     uint64_t min_duration_ns = 0;  // shorter statements are dropped in the kernel
     bool waits = false;            // syscall tracepoints: locks, file and socket I/O, idle
     bool accounts = false;         // send each connection's user@host (accounts())
+    bool table_io = false;         // handler row operations as wait/io/table/sql/handler
     bpf::RingOptions ring;
 };
 
@@ -82,8 +89,10 @@ class StatementTracer {
     // The account of each connection seen so far (with options.accounts):
     // known before the connection's statements and waits are handed over.
     const Accounts &accounts() const { return accounts_; }
-    // Probes attached now (statements + stages).
-    size_t probe_count() const { return links_.size() + stage_probes_; }
+    // Probes attached now (statements + stages + table I/O entries and returns).
+    size_t probe_count() const {
+        return links_.size() + stage_probes_ + table_io_links_.size() * table_io_sites_;
+    }
     size_t stage_probe_count() const { return stage_probes_; }
     // Removes the exact stage probes; statements go on being traced.
     void detach_stages();
@@ -98,8 +107,10 @@ class StatementTracer {
     pid_t pid_ = 0;
     std::unique_ptr<bpf::RingSet> rings_;
     std::vector<bpf::Link> links_;
-    bpf::Fd stage_link_;  // one uprobe_multi link for every stage site
+    bpf::Fd stage_link_;                   // one uprobe_multi link for every stage site
+    std::vector<bpf::Fd> table_io_links_;  // --table-io: entries and returns
     size_t stage_probes_ = 0;
+    size_t table_io_sites_ = 0;
     std::vector<bpf::Fd> perf_fds_;
     std::function<void(const Statement &)> sink_;
     std::function<void(const Wait &)> wait_sink_;

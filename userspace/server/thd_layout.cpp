@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "elf/disassembler.h"
 
@@ -360,6 +361,47 @@ void set_error_status_fields(const elf::ElfFile &file, ThdLayout &l) {
     }
 }
 
+// handler::lock_shared_ha_data() begins with its first read of
+// this->table_share (table_share->tmp_table). init_tmp_table_share(thd,
+// share, key, key_length, table_name, path) stores share->db.str = key and
+// share->table_name.str = table_name; the lengths follow each pointer.
+void set_table_share_fields(const elf::ElfFile &file, ThdLayout &l) {
+    walk(file, "_ZN7handler19lock_shared_ha_dataEv",
+         [&](const cs_insn &insn, const RegisterState &regs) {
+             const cs_x86 &x = insn.detail->x86;
+             if (insn.id != X86_INS_MOV || x.op_count != 2 || x.operands[1].type != X86_OP_MEM) {
+                 return false;
+             }
+             int64_t off = -1;
+             if (regs.address_of(insn, x.operands[1].mem).is_arg(0, &off) && off >= 0) {
+                 l.handler_table_share = off;
+             }
+             return true;
+         });
+    std::vector<int64_t> key_stores;
+    int64_t name = -1;
+    walk(file, "_Z20init_tmp_table_shareP3THDP11TABLE_SHAREPKcjS4_S4_",
+         [&](const cs_insn &insn, const RegisterState &regs) {
+             int64_t off = -1;
+             if (auto s = regs.store_of(insn); s && s->size == 8 && s->address.is_arg(1, &off)) {
+                 if (is_argument(s->value, 2)) {
+                     key_stores.push_back(off);
+                 } else if (is_argument(s->value, 4) && name < 0) {
+                     name = off;
+                 }
+             }
+             return false;
+         });
+    // db is stored from the same key as table_cache_key; it is the one that
+    // sits right before table_name, as TABLE_SHARE declares them.
+    for (int64_t off : key_stores) {
+        if (name >= 16 && off == name - 16) {
+            l.share_db = off;
+            l.share_table_name = name;
+        }
+    }
+}
+
 }  // namespace
 
 Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file) {
@@ -436,6 +478,7 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file) {
     account("thd_user_name", l.sctx_user);
     account("thd_client_host", l.sctx_host);
     account("thd_client_ip", l.sctx_ip);
+    set_table_share_fields(file, l);
     return l;
 }
 

@@ -38,6 +38,11 @@ struct ThdLayout {  // -1 = not found
     int64_t sctx_user = -1;     // the rest are in Security_context: const char *
     int64_t sctx_host = -1;
     int64_t sctx_ip = -1;
+    // Table I/O (--table-io): handler::table_share, and in TABLE_SHARE the
+    // schema and table names (LEX_CSTRING {str, length}).
+    int64_t handler_table_share = -1;
+    int64_t share_db = -1;
+    int64_t share_table_name = -1;
 };
 
 // Errors only when thread_id cannot be found; any other field whose code

@@ -35,6 +35,75 @@ bool decode_wait(std::span<const uint8_t> record, Wait *out) {
     return true;
 }
 
+bool decode_table_io(std::span<const uint8_t> record, Wait *out) {
+    mt_server_table_io_event ev;
+    if (record.size() != sizeof(ev)) {
+        return false;
+    }
+    std::memcpy(&ev, record.data(), sizeof(ev));
+    if (ev.hdr.type != MT_EV_SERVER_TABLE_IO || ev.hdr.size != sizeof(ev) ||
+        table_op_operation(ev.op) == nullptr || ev.db_len >= sizeof(ev.db) ||
+        ev.name_len >= sizeof(ev.name)) {
+        return false;
+    }
+    *out = Wait{};
+    out->tid = ev.hdr.tid;
+    out->start_ns = ev.start_ns;
+    out->end_ns = ev.hdr.ts_ns;
+    out->thread_id = ev.thread_id;
+    out->kind = MT_WAIT_TABLE;
+    out->flags = ev.flags;
+    out->object = ev.handler;
+    out->value = ev.op;
+    out->ret = ev.ret;
+    out->schema.assign(ev.db, ev.db_len);
+    out->table.assign(ev.name, ev.name_len);
+    return true;
+}
+
+const char *table_op_method(uint32_t op) {
+    switch (op) {
+        case MT_TABLE_RND_NEXT:
+            return "rnd_next";
+        case MT_TABLE_RND_POS:
+            return "rnd_pos";
+        case MT_TABLE_INDEX_READ_MAP:
+            return "index_read_map";
+        case MT_TABLE_INDEX_READ_IDX_MAP:
+            return "index_read_idx_map";
+        case MT_TABLE_INDEX_NEXT:
+            return "index_next";
+        case MT_TABLE_INDEX_PREV:
+            return "index_prev";
+        case MT_TABLE_INDEX_FIRST:
+            return "index_first";
+        case MT_TABLE_INDEX_LAST:
+            return "index_last";
+        case MT_TABLE_INDEX_NEXT_SAME:
+            return "index_next_same";
+        case MT_TABLE_WRITE_ROW:
+            return "write_row";
+        case MT_TABLE_UPDATE_ROW:
+            return "update_row";
+        case MT_TABLE_DELETE_ROW:
+            return "delete_row";
+    }
+    return nullptr;
+}
+
+const char *table_op_operation(uint32_t op) {
+    switch (op) {
+        case MT_TABLE_WRITE_ROW:
+            return "insert";
+        case MT_TABLE_UPDATE_ROW:
+            return "update";
+        case MT_TABLE_DELETE_ROW:
+            return "delete";
+        default:
+            return table_op_method(op) != nullptr ? "fetch" : nullptr;
+    }
+}
+
 namespace {
 
 bool ends_with(const std::string &s, std::string_view suffix) {
@@ -171,6 +240,14 @@ WaitName WaitNamer::name(const Wait &w) {
             }
             return n;
         }
+        case MT_WAIT_TABLE:
+            n.event_name = "wait/io/table/sql/handler";
+            n.operation = table_op_operation(static_cast<uint32_t>(w.value));
+            n.object_type = "TABLE";
+            n.object_schema = w.schema;
+            n.object_name = w.table;
+            n.object_instance = w.object;
+            return n;
         case MT_WAIT_POLL:
             // A connection thread polls its socket only between commands.
             n.event_name = "idle";

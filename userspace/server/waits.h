@@ -23,24 +23,33 @@ struct Wait {
     uint64_t thread_id = 0;
     uint32_t kind = 0;  // enum mt_wait_kind
     uint32_t flags = 0;
-    uint64_t object = 0;  // futex word address, or fd
+    uint64_t object = 0;  // futex word address, fd, or a table's handler
     uint64_t bytes = 0;
     uint64_t caller = 0;
-    uint64_t value = 0;
+    uint64_t value = 0;  // futex: the word's value; table I/O: enum mt_table_op
     int32_t ret = 0;
+    std::string schema, table;  // table I/O: OBJECT_SCHEMA, OBJECT_NAME
 
     bool in_statement() const { return flags & MT_WAIT_IN_STATEMENT; }
 };
 
 // Decodes one ring record; false when it is not a wait record.
 bool decode_wait(std::span<const uint8_t> record, Wait *out);
+// The same for a table I/O record (server --table-io).
+bool decode_table_io(std::span<const uint8_t> record, Wait *out);
+
+// The handler method of a table I/O wait ("index_read_map"), and what
+// performance_schema calls the operation: fetch, insert, update or delete.
+const char *table_op_method(uint32_t op);
+const char *table_op_operation(uint32_t op);
 
 // What performance_schema would call a wait.
 struct WaitName {
     std::string event_name;  // "wait/synch/mutex/sql/LOCK_open", "idle", ...
     std::string
         operation;  // lock, wait, timed_wait, read, write, sync, open, close, recv, send, idle
-    std::string object_name;       // a file's path, a lock's symbol
+    std::string object_schema;     // a table's schema
+    std::string object_name;       // a file's path, a lock's symbol, a table
     std::string object_type;       // "FILE", "SOCKET", "" for synchronisation objects
     uint64_t object_instance = 0;  // OBJECT_INSTANCE_BEGIN: the lock's address
     bool report = true;            // false: not a wait worth an event (a pipe, an eventfd...)

@@ -22,9 +22,10 @@ enum mt_event_type {
     MT_EV_SOCK = 3,              // socket syscall of a traced client (struct mt_sock_event)
     MT_EV_PROC = 4,              // traced process forked or exited (struct mt_proc_event)
     MT_EV_API = 5,               // the shim: a MySQL C API call (struct mt_api_event)
-    MT_EV_SERVER_WAIT = 6,     // a server thread waited in a syscall (struct mt_server_wait_event)
-    MT_EV_CALL = 7,            // `calls`: a function entry/return, annotation or thread exit
-    MT_EV_SERVER_ACCOUNT = 8,  // a server connection's account (struct mt_server_account_event)
+    MT_EV_SERVER_WAIT = 6,      // a server thread waited in a syscall (struct mt_server_wait_event)
+    MT_EV_CALL = 7,             // `calls`: a function entry/return, annotation or thread exit
+    MT_EV_SERVER_ACCOUNT = 8,   // a server connection's account (struct mt_server_account_event)
+    MT_EV_SERVER_TABLE_IO = 9,  // a handler row operation returned (mt_server_table_io_event)
 };
 
 // Common header of every record. `size` is the whole record including this
@@ -146,15 +147,16 @@ struct mt_server_statement_event {
 
 // Waits of server threads, from syscall tracepoints.
 enum mt_wait_kind {
-    MT_WAIT_FUTEX = 1,  // blocked on a contended lock or condition (FUTEX_WAIT*, LOCK_PI)
-    MT_WAIT_READ = 2,   // read/pread64/readv: a file, or a socket
-    MT_WAIT_WRITE = 3,  // write/pwrite64/writev
-    MT_WAIT_SYNC = 4,   // fsync/fdatasync
-    MT_WAIT_OPEN = 5,   // openat (object: the new fd)
-    MT_WAIT_CLOSE = 6,  // close
-    MT_WAIT_POLL = 7,   // poll/ppoll: a connection waiting for its client
-    MT_WAIT_RECV = 8,   // recvfrom/recvmsg
-    MT_WAIT_SEND = 9,   // sendto/sendmsg
+    MT_WAIT_FUTEX = 1,   // blocked on a contended lock or condition (FUTEX_WAIT*, LOCK_PI)
+    MT_WAIT_READ = 2,    // read/pread64/readv: a file, or a socket
+    MT_WAIT_WRITE = 3,   // write/pwrite64/writev
+    MT_WAIT_SYNC = 4,    // fsync/fdatasync
+    MT_WAIT_OPEN = 5,    // openat (object: the new fd)
+    MT_WAIT_CLOSE = 6,   // close
+    MT_WAIT_POLL = 7,    // poll/ppoll: a connection waiting for its client
+    MT_WAIT_RECV = 8,    // recvfrom/recvmsg
+    MT_WAIT_SEND = 9,    // sendto/sendmsg
+    MT_WAIT_TABLE = 10,  // a handler row operation (its own record: mt_server_table_io_event)
 };
 
 enum mt_wait_flags {
@@ -190,6 +192,40 @@ struct mt_server_account_event {
     char user[MT_MAX_ACCOUNT_USER];  // NUL-terminated; empty: none (a system thread)
     char host[MT_MAX_ACCOUNT_HOST];  // the client's host name, else its IP address
     __u8 _pad0[7];
+};
+
+// Table I/O (server --table-io): one record per handler row operation of a
+// connection thread, as performance_schema's wait/io/table/sql/handler.
+enum mt_table_op {  // the handler method (the attach cookie)
+    MT_TABLE_RND_NEXT = 1,
+    MT_TABLE_RND_POS = 2,
+    MT_TABLE_INDEX_READ_MAP = 3,
+    MT_TABLE_INDEX_READ_IDX_MAP = 4,
+    MT_TABLE_INDEX_NEXT = 5,
+    MT_TABLE_INDEX_PREV = 6,
+    MT_TABLE_INDEX_FIRST = 7,
+    MT_TABLE_INDEX_LAST = 8,
+    MT_TABLE_INDEX_NEXT_SAME = 9,
+    MT_TABLE_WRITE_ROW = 10,
+    MT_TABLE_UPDATE_ROW = 11,
+    MT_TABLE_DELETE_ROW = 12,
+};
+
+// Table names are at most 64 characters, up to 4 bytes each in utf8mb4.
+#define MT_MAX_TABLE_NAME 256
+
+struct mt_server_table_io_event {
+    struct mt_event_header hdr;  // ts_ns: when the operation returned
+    __u64 start_ns;
+    __u64 thread_id;
+    __u64 handler;   // OBJECT_INSTANCE_BEGIN: the open table's handler
+    __s32 ret;       // what the method returned: 0 a row, else HA_ERR_* (137: no more rows)
+    __u32 op;        // enum mt_table_op
+    __u32 flags;     // MT_WAIT_IN_STATEMENT
+    __u16 db_len;    // bytes in db[] (cut at MT_MAX_TABLE_NAME - 1)
+    __u16 name_len;  // bytes in name[]
+    char db[MT_MAX_TABLE_NAME];    // OBJECT_SCHEMA
+    char name[MT_MAX_TABLE_NAME];  // OBJECT_NAME
 };
 
 // Largest variable part of a statement record.

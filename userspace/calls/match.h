@@ -9,17 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "elf/symbol_name.h"
+
 namespace mysqltrace::calls {
 
-// The demangled form of a C++ symbol (abi::__cxa_demangle); other names
-// (C functions) unchanged.
-std::string demangle(const std::string &symbol);
-
-// A demangled name without its parameter list and qualifiers:
-// "ns::Foo::bar(int) const" -> "ns::Foo::bar", "operator()(int)" ->
-// "operator()", "(anonymous namespace)::f()" -> "(anonymous namespace)::f",
-// "f(int) [clone .isra.0]" -> "f". Names without a list come back unchanged.
-std::string without_params(std::string_view demangled);
+using elf::demangle;
+using elf::without_params;
 
 // A set of globs; each may hold alternatives separated by `|`
 // ("dispatch_command|mysql_parse").

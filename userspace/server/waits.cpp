@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "server/waits.h"
 
-#include <cxxabi.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+
+#include "elf/symbol_name.h"
 
 namespace mysqltrace::server {
 
@@ -116,29 +117,6 @@ std::string base_name(const std::string &path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// "ns::Class::function" from a mangled name (no parameters), or the name.
-std::string demangled_function(const std::string &mangled) {
-    int status = 0;
-    char *d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-    if (d == nullptr || status != 0) {
-        std::free(d);
-        return mangled;
-    }
-    std::string s(d);
-    std::free(d);
-    int depth = 0;
-    for (size_t i = 0; i < s.size(); i++) {
-        if (s[i] == '<') {
-            depth++;
-        } else if (s[i] == '>') {
-            depth--;
-        } else if (s[i] == '(' && depth == 0 && i > 0) {
-            return s.substr(0, i);
-        }
-    }
-    return s;
-}
-
 }  // namespace
 
 std::string file_event_name(const std::string &path) {
@@ -235,8 +213,9 @@ WaitName WaitNamer::name(const Wait &w) {
                 n.event_name = std::string("wait/synch/") + kind + "/sql/" + object;
             } else {
                 const std::string fn = w.caller ? symbol_at(w.caller, true) : "";
-                n.event_name = std::string("wait/synch/") + kind + "/sql/" +
-                               (fn.empty() ? std::string("unknown") : demangled_function(fn));
+                n.event_name =
+                    std::string("wait/synch/") + kind + "/sql/" +
+                    (fn.empty() ? std::string("unknown") : elf::without_params(elf::demangle(fn)));
             }
             return n;
         }

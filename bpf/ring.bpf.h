@@ -100,15 +100,20 @@ static __always_inline void mt_fill_header(struct mt_event_header *hdr, __u32 ty
     hdr->tid = (__u32)pid_tgid;
 }
 
-// Wakes the reader when this record takes the ring past mt_wakeup_bytes, once
-// per crossing: a reader that has fallen behind is already awake or has the
-// wakeup pending in its epoll set, and a wakeup for every further record
-// (an irq_work each) cost ~5.7 us per record on the project's VM, ten times
-// the trap that produced it, just when the reader needed the CPU most.
-static __always_inline __u64 mt_wakeup_flag(void *ring, __u64 adding)
+// Wakes the reader each time the unread bytes of the ring pass a multiple of
+// mt_wakeup_bytes: once when it has fallen that far behind, and once more for
+// every further mt_wakeup_bytes, so a missed wakeup (two producers of one CPU
+// interleaved by preemption) is made good a little later, never by the
+// reader's tick alone. A wakeup for every record past the mark (an irq_work
+// each) cost ~5.7 us per record on the project's VM, ten times the trap that
+// produced it, just when the reader needed the CPU most. `reserved`: the
+// record is already reserved, so the unread bytes include it.
+static __always_inline __u64 mt_wakeup_flag(void *ring, __u64 size, int reserved)
 {
     __u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
-    return avail < mt_wakeup_bytes && avail + adding >= mt_wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+    __u64 before = reserved ? (avail > size ? avail - size : 0) : avail;
+
+    return before / mt_wakeup_bytes != (before + size) / mt_wakeup_bytes ? BPF_RB_FORCE_WAKEUP
                                                                          : BPF_RB_NO_WAKEUP;
 }
 
@@ -122,7 +127,7 @@ static __always_inline int mt_output(void *rec, __u64 size)
     long err = -1;
 
     if (ring)
-        err = bpf_ringbuf_output(ring, rec, size, mt_wakeup_flag(ring, size));
+        err = bpf_ringbuf_output(ring, rec, size, mt_wakeup_flag(ring, size, 0));
     if (st) {
         if (err) {
             st->drops++;
@@ -161,5 +166,5 @@ static __always_inline void *mt_reserve(void **ring, __u32 type, const __u64 siz
 
 static __always_inline void mt_submit(void *ring, void *rec, __u64 size)
 {
-    bpf_ringbuf_submit(rec, mt_wakeup_flag(ring, size));
+    bpf_ringbuf_submit(rec, mt_wakeup_flag(ring, size, 1));
 }

@@ -871,6 +871,45 @@ TEST_F(ServerTrace, TableIoRowsAsHandlerWaits) {
     EXPECT_TRUE(summarised);
 }
 
+// Under load, two records per statement of mixed sizes (the statement and its
+// row): the rings must wake the reader in time, so nothing is dropped and
+// every row is there.
+TEST_F(ServerTrace, TableIoUnderLoadLosesNothing) {
+    ASSERT_TRUE(server_->query("create database if not exists sbtest").ok());
+    const std::vector<std::string> common = server_->sysbench_point_select(1000);
+    auto prep = common;
+    prep.push_back("prepare");
+    auto p = run_command(prep);
+    ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+    auto tracer =
+        start_tracer({"--table-io", "--stages", "off", "--format", "json", "--output", out_path_});
+    constexpr int kEvents = 20000;
+    auto run = common;
+    for (const char *a : {"--threads=2", "--events=20000", "--time=0", "run"}) {
+        run.push_back(a);
+    }
+    auto sb = run_command(run);
+    ASSERT_EQ(sb.exit_code, 0) << sb.err;
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(" 0 records dropped;"), std::string::npos) << r.err;
+    long fetches = 0, selects = 0;
+    for (const auto &e : rows("wait")) {
+        if (e["OBJECT_NAME"] == "sbtest1" && e["OPERATION"] == "fetch") {
+            fetches++;
+        }
+    }
+    for (const auto &e : rows("statement")) {
+        if (e["EVENT_NAME"] == "statement/com/Execute" &&
+            e["SQL_TEXT"] == "SELECT c FROM sbtest1 WHERE id=?") {
+            selects++;
+        }
+    }
+    // One primary key lookup per point select.
+    EXPECT_EQ(selects, kEvents);
+    EXPECT_EQ(fetches, kEvents);
+}
+
 // WL#4878 trace files, merged and loaded into an ordinary database with
 // share/schema.sql, agree with mysqltrace's own summary.
 TEST_F(ServerTrace, TraceFilesLoadAndMatchTheSummary) {

@@ -106,14 +106,19 @@ static __always_inline void mt_fill_header(struct mt_event_header *hdr, __u32 ty
 // interleaved by preemption) is made good a little later, never by the
 // reader's tick alone. A wakeup for every record past the mark (an irq_work
 // each) cost ~5.7 us per record on the project's VM, ten times the trap that
-// produced it, just when the reader needed the CPU most. `reserved`: the
-// record is already reserved, so the unread bytes include it.
+// produced it, whenever the reader was behind. A record takes its size plus
+// the ring's 8-byte header, rounded up to 8, so the records' spans tile the
+// ring and each multiple falls in exactly one of them (with the bare size, a
+// multiple that a record starts on exactly was never seen: with fixed-size
+// records, never). `reserved`: the record is already reserved, so the
+// unread bytes include it.
 static __always_inline __u64 mt_wakeup_flag(void *ring, __u64 size, int reserved)
 {
     __u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
-    __u64 before = reserved ? (avail > size ? avail - size : 0) : avail;
+    __u64 span = (size + BPF_RINGBUF_HDR_SZ + 7) & ~7ULL;
+    __u64 before = reserved ? (avail > span ? avail - span : 0) : avail;
 
-    return before / mt_wakeup_bytes != (before + size) / mt_wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+    return before / mt_wakeup_bytes != (before + span) / mt_wakeup_bytes ? BPF_RB_FORCE_WAKEUP
                                                                          : BPF_RB_NO_WAKEUP;
 }
 

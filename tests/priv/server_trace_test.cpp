@@ -1076,6 +1076,37 @@ TEST_F(ServerTrace, EndsCleanlyWhenTheServerExits) {
     EXPECT_NE(r.err.find("; traced process exited\n"), std::string::npos) << r.err;
 }
 
+// --reader-nice: the thread that reads the rings runs at that nice value
+// (field 19 of /proc/PID/task/TID/stat), the traced server at its own.
+TEST_F(ServerTrace, ReaderNiceSetsTheReadersPriorityOnly) {
+    auto nice_of = [](pid_t pid) {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/stat");
+        std::string stat;
+        std::getline(in, stat);
+        // Fields after the command name, which is in parentheses.
+        std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+        std::string field;
+        for (int i = 3; i <= 19 && rest >> field; i++) {
+        }
+        return std::stoi(field);
+    };
+    auto tracer = start_tracer({"--reader-nice", "-7", "--output", out_path_});
+    int nice = 0;
+    for (int i = 0; i < 100 && nice != -7; i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        nice = nice_of(tracer->pid());
+    }
+    EXPECT_EQ(nice, -7);
+    EXPECT_EQ(nice_of(server_->pid()), 0);
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+
+    auto bad = run_command({MYSQLTRACE_BINARY, "server", "--pid", std::to_string(server_->pid()),
+                            "--reader-nice", "25"});
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("--reader-nice"), std::string::npos) << bad.err;
+}
+
 TEST_F(ServerTrace, DurationStops) {
     auto tracer = start_tracer({"--duration", "0.5", "--output", out_path_});
     auto r = tracer->wait();

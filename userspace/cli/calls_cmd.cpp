@@ -220,6 +220,7 @@ int run_calls(const CallsArgs &a, const GlobalOptions &g) {
 
     trace::LoopOptions lo;
     lo.duration_s = a.duration;
+    lo.reader_nice = a.reader_nice;
     lo.targets = {a.pid};
     lo.on_tick = [&] {
         o.flush();

@@ -39,10 +39,11 @@ struct TraceArgs {
     uint64_t ring_kib = 4096;
     uint64_t rotate_size = 0;  // bytes; 0: --output is never rotated
     unsigned rotate_keep = 5;
+    int reader_nice = 0;
 };
 
 // Registers --format (one of `formats`), --output, --duration, --ring-kib,
-// --rotate-size, --rotate-keep.
+// --rotate-size, --rotate-keep, --reader-nice.
 void add_trace_options(CLI::App *cmd, TraceArgs &args, const std::vector<std::string> &formats);
 
 // Opens --output (stdout, or stderr with to_stderr, when none) with the

@@ -30,6 +30,14 @@ void add_trace_options(CLI::App *cmd, TraceArgs &args, const std::vector<std::st
                     "Rotated files kept with --rotate-size (FILE.1 ... FILE.N); 0 keeps none")
         ->check(CLI::Range(0, 1000))
         ->capture_default_str();
+    cmd->add_option("--reader-nice", args.reader_nice,
+                    "Scheduling priority (nice) of the thread that reads the ring buffers. By "
+                    "default it competes like any other thread, and on a machine whose CPUs the "
+                    "traced programs keep busy it falls behind and records are dropped (and "
+                    "counted) rather than slowing them; -10 gives it the CPU it needs for a "
+                    "complete trace, at the traced programs' expense")
+        ->check(CLI::Range(-20, 19))
+        ->capture_default_str();
 }
 
 Result<std::unique_ptr<output::OutputFile>> open_trace_output(const TraceArgs &args,

@@ -128,6 +128,7 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
 
     trace::LoopOptions lo;
     lo.duration_s = a.duration;
+    lo.reader_nice = a.reader_nice;
     lo.on_signal = s.on_signal;
     if (s.end_with_first) {
         lo.targets = {s.pids.front()};

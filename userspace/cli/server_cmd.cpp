@@ -228,6 +228,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
               << (*tracer)->probe_count() << " probes); Ctrl-C to stop\n";
     trace::LoopOptions lo;
     lo.duration_s = a.duration;
+    lo.reader_nice = a.reader_nice;
     lo.targets = {a.pid};
     lo.on_tick = [&] {
         maybe_detach();

@@ -5,6 +5,7 @@
 #include <csignal>
 
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -33,7 +34,8 @@ std::string drop_summary(const bpf::RingStats &st) {
     const uint64_t full = st.dropped - st.busy_drops;
     s += " (";
     if (full > 0) {
-        s += std::to_string(full) + " with ring buffers full: raise --ring-kib";
+        s += std::to_string(full) +
+             " with ring buffers full: raise --ring-kib, or --reader-nice -10 on a busy machine";
     }
     if (st.busy_drops > 0) {
         s += std::string(full > 0 ? "; " : "") + std::to_string(st.busy_drops) +
@@ -49,6 +51,12 @@ int pidfd_open(pid_t pid) {
 }
 
 Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &opts) {
+    // Linux keeps a nice value per thread: this one alone.
+    if (opts.reader_nice != 0 &&
+        setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), opts.reader_nice) != 0) {
+        return make_error(errno, "cannot set the reader's priority to nice " +
+                                     std::to_string(opts.reader_nice) + " (--reader-nice)");
+    }
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);

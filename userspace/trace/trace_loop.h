@@ -34,6 +34,9 @@ struct LoopOptions {
     // the client has its reply, and a stop that a script sends on seeing the
     // reply would otherwise lose that statement.
     int grace_ms = 50;
+    // The reading thread's nice value, set when the loop starts (0: left as
+    // it is). Threads and processes started before keep their own.
+    int reader_nice = 0;
 };
 
 // "0 records dropped", or with the reasons: ring buffers full, or every

@@ -559,6 +559,13 @@ def decoder_mbs(text):
     return float(mt.group(1)) if mt else None
 
 
+def ncpu_of(meta):
+    try:
+        return int(meta.get("cpus", "2") or 2)
+    except ValueError:
+        return 2
+
+
 def why_lines(p, m, meta, seconds, pipe, probes, derived):
     side = meta.get("side_cell", "")
     lines = []
@@ -593,6 +600,30 @@ def why_lines(p, m, meta, seconds, pipe, probes, derived):
         txt += f", {v['bpf_us']:.1f} us in BPF programs"
         txt += "." if v["rest"] is None else f", {v['rest']:.1f} us the rest."
         lines.append(txt)
+    st = derived.get("statements")
+    if ":" in side and st and st["trap_us"]:
+        w, t = side.split(":")
+        base = m.qps(w, int(t), "baseline")
+        if base:
+            # The machine's time per untraced query, over all the CPUs it used.
+            per_q = min(int(t), ncpu_of(meta)) / base * 1e6
+            allowed = per_q * 0.05 / 0.95
+            lines.append(f"An untraced query takes {per_q:.1f} us of the machine here "
+                         f"({SHORT.get(w, w)}, {t} threads): a 5% loss allows {allowed:.2f} us "
+                         f"more per query, and `statements`' {st['up_q']:.0f} traps alone cost "
+                         f"{st['trap_us']:.2f} us at the uprobe floor (a "
+                         f"{st['trap_us'] / (per_q + st['trap_us']) * 100:.1f}% loss by "
+                         "themselves): with an entry and an end probe per statement the goal "
+                         "cannot be met on this machine, whatever the rest costs.")
+    dropped = sorted({c for (w, t, c) in m.runs if (m.drops(w, t, c) or 0) > 0},
+                     key=ORDER.index)
+    if dropped:
+        lines.append("Records were dropped (and counted) in some runs of " +
+                     ", ".join(f"`{c}`" for c in dropped) + ": where the traced programs keep "
+                     "every CPU busy, the reader competes with them at nice 0 and falls behind, "
+                     "and the rings, rather than the traced programs, give way. "
+                     "`--reader-nice -10` gives the reader the CPU it needs for a complete "
+                     "trace, at the traced programs' expense.")
     if not pipe["usdt_dropped"] and pipe["usdt_max"] and pipe["usdt_max"] < 1e6:
         lines.append(f"The USDT producer could fire only {pipe['usdt_max'] / 1e6:.2f}M/s on "
                      "one CPU (the trap cost bounds it), so the 1M/s goal cannot be reached "

@@ -5,13 +5,9 @@
 // traced calls), C++ exceptions through traced calls (the target must
 // survive), lost events, the probe limit and no-match messages, and a real
 // mariadbd running SELECT 1.
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -25,94 +21,47 @@
 
 #include "harness/mariadb_server.h"
 #include "priv/cli_util.h"
+#include "priv/client_session.h"
 #include "priv/priv.h"
 
 namespace {
 
 using mysqltrace::test::BackgroundCommand;
+using mysqltrace::test::GatedClient;
 using mysqltrace::test::run_command;
+using mysqltrace::test::testprog;
 using nlohmann::json;
 
-// A test program driven line by line over pipes.
+// A test program driven line by line over pipes (the harness's gated
+// client, its gate opened at once); its first line is its greeting.
 class Target {
   public:
-    explicit Target(const std::string &name) {
-        int in[2], out[2];
-        if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
-            return;
-        }
-        pid_ = fork();
-        if (pid_ == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            dup2(in[0], 0);
-            dup2(out[1], 1);
-            const std::string path = std::string(MYSQLTRACE_TESTPROGS_DIR) + "/" + name;
-            execl(path.c_str(), path.c_str(), nullptr);
-            _exit(127);
-        }
-        close(in[0]);
-        close(out[1]);
-        to_ = fdopen(in[1], "w");
-        from_ = fdopen(out[0], "r");
-        first_ = read_line();
+    explicit Target(const std::string &name) : client_({testprog(name)}) {
+        client_.open_gate();
+        first_ = client_.read_line();
     }
-    ~Target() {
-        if (to_ != nullptr) {
-            fclose(to_);  // EOF: the program ends
-        }
-        if (from_ != nullptr) {
-            fclose(from_);
-        }
-        if (pid_ > 0) {
-            kill(pid_, SIGKILL);
-            waitpid(pid_, nullptr, 0);
-        }
-    }
-    pid_t pid() const { return pid_; }
+    pid_t pid() const { return client_.pid(); }
     const std::string &first_line() const { return first_; }
-    void send(const std::string &line) {
-        fprintf(to_, "%s\n", line.c_str());
-        fflush(to_);
-    }
-    std::string read_line() {
-        char buf[256] = {};
-        if (from_ == nullptr || fgets(buf, sizeof(buf), from_) == nullptr) {
-            return "<eof>";
-        }
-        std::string s(buf);
-        if (!s.empty() && s.back() == '\n') {
-            s.pop_back();
-        }
-        return s;
-    }
+    void send(const std::string &line) { client_.send(line); }
+    std::string read_line() { return client_.read_line(); }
     // Sends a scenario and reads up to its "done" line; returns what came
-    // before it (e.g. the "tid" lines).
+    // before it (e.g. the "tid" lines), and that line.
     std::vector<std::string> run(const std::string &scenario) {
         send(scenario);
         std::vector<std::string> lines;
         for (;;) {
             std::string l = read_line();
+            lines.push_back(l);
             if (l == "<eof>" || l.rfind("done " + scenario, 0) == 0) {
-                lines.push_back(l);
                 return lines;
             }
-            lines.push_back(l);
         }
     }
-    // Waits for the process to exit; returns its wait status.
-    int reap() {
-        int status = -1;
-        if (pid_ > 0) {
-            waitpid(pid_, &status, 0);
-            pid_ = -1;
-        }
-        return status;
-    }
+    // Waits for the program to exit.
+    void reap() { client_.finish(); }
 
   private:
-    pid_t pid_ = -1;
-    FILE *to_ = nullptr;
-    FILE *from_ = nullptr;
+    GatedClient client_;
     std::string first_;
 };
 

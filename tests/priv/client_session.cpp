@@ -69,11 +69,15 @@ void GatedClient::open_gate() {
     [[maybe_unused]] ssize_t n = write(to_, "\n", 1);
 }
 
-std::string GatedClient::command(const std::string &line) {
+void GatedClient::send(const std::string &line) {
     std::string l = line + "\n";
     if (write(to_, l.data(), l.size()) != static_cast<ssize_t>(l.size())) {
-        return "<write failed>";
+        buffer_ += "<write failed>\n";  // the next read_line() says so
     }
+}
+
+std::string GatedClient::command(const std::string &line) {
+    send(line);
     return read_line();
 }
 

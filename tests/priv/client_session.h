@@ -22,6 +22,8 @@ class GatedClient {
     ~GatedClient();
     pid_t pid() const { return pid_; }
     void open_gate();
+    // Sends one line to the client's stdin.
+    void send(const std::string &line);
     // Sends one command line and returns the client's one-line answer.
     std::string command(const std::string &line);
     // The client's next line of output ("<eof>" when it closed stdout).

@@ -69,6 +69,18 @@ void CallTree::emit(CallEvent &ev) {
     sink_(ev);
 }
 
+CallEvent CallTree::above_top(EventKind kind, const CallRecord &rec, const Thread &t) {
+    CallEvent ev;
+    ev.kind = kind;
+    ev.tid = rec.tid;
+    ev.ts_ns = rec.ts_ns;
+    ev.depth = static_cast<uint32_t>(t.stack.size() + 1);
+    ev.func = rec.func;
+    ev.parent = t.stack.empty() ? int64_t{-1} : int64_t{t.stack.back().func};
+    ev.value = rec.value;
+    return ev;
+}
+
 void CallTree::close_top(uint32_t tid, Thread &t, uint64_t ts, EndHow how, uint64_t retval) {
     const Frame f = t.stack.back();
     CallEvent ev;
@@ -168,29 +180,15 @@ void CallTree::add(const CallRecord &rec) {
                 break;
             }
             close_below(rec.tid, t, entry_sp, false, rec.ts_ns);
-            CallEvent ev;
-            ev.kind = EventKind::ret;
-            ev.tid = rec.tid;
-            ev.ts_ns = rec.ts_ns;
-            ev.depth = static_cast<uint32_t>(t.stack.size() + 1);
-            ev.func = rec.func;
-            ev.parent = t.stack.empty() ? int64_t{-1} : int64_t{t.stack.back().func};
+            CallEvent ev = above_top(EventKind::ret, rec, t);
             ev.how = EndHow::entry_unseen;
-            ev.value = rec.value;
             stats_.orphan_returns++;
             emit(ev);
             break;
         }
         case MT_CALL_USDT: {
             close_below(rec.tid, t, rec.sp, false, rec.ts_ns);
-            CallEvent ev;
-            ev.kind = EventKind::usdt;
-            ev.tid = rec.tid;
-            ev.ts_ns = rec.ts_ns;
-            ev.depth = static_cast<uint32_t>(t.stack.size() + 1);
-            ev.func = rec.func;
-            ev.parent = t.stack.empty() ? int64_t{-1} : int64_t{t.stack.back().func};
-            ev.value = rec.value;
+            CallEvent ev = above_top(EventKind::usdt, rec, t);
             stats_.annotations++;
             emit(ev);
             break;
@@ -214,14 +212,7 @@ void CallTree::add(const CallRecord &rec) {
                     f.lifted = !caught;
                 }
             }
-            CallEvent ev;
-            ev.kind = caught ? EventKind::caught : EventKind::unwind;
-            ev.tid = rec.tid;
-            ev.ts_ns = rec.ts_ns;
-            ev.depth = static_cast<uint32_t>(t.stack.size() + 1);
-            ev.func = rec.func;
-            ev.parent = t.stack.empty() ? int64_t{-1} : int64_t{t.stack.back().func};
-            ev.value = rec.value;
+            CallEvent ev = above_top(caught ? EventKind::caught : EventKind::unwind, rec, t);
             emit(ev);
             break;
         }

@@ -136,6 +136,9 @@ class CallTree {
     };
 
     void emit(CallEvent &ev);
+    // An event of `rec` one below the thread's innermost open call (an
+    // annotation, an unwinder, a return whose entry was not seen).
+    static CallEvent above_top(EventKind kind, const CallRecord &rec, const Thread &t);
     void close_top(uint32_t tid, Thread &t, uint64_t ts, EndHow how, uint64_t retval);
     // Closes open calls whose return address lies below `sp` (or at it,
     // with `at_too`), as left without returning.

@@ -128,7 +128,7 @@ def main():
     meta = load_meta(d)
     smoke = meta.get("smoke") == "1"
     seconds = float(meta.get("seconds", "0") or 0)
-    ncpu = int(meta.get("cpus", "2") or 2)
+    ncpu = ncpu_of(meta)
     m = Matrix(read_text(d, "matrix.txt"))
     probes = read_json(d, "probes.json")
     pipes = {s: read_json(d, f"pipeline-{s}.json") for s in ("usdt", "syscall", "overload")}

@@ -54,10 +54,6 @@ bool has_text(const server::Statement &st) {
     }
 }
 
-std::string duration(uint64_t ns) {
-    return human_duration(ns);
-}
-
 std::string seconds(uint64_t ns) {
     std::string s;
     append_fixed(s, ns, 1'000'000'000, 6);
@@ -259,10 +255,11 @@ std::string ServerRenderer::text_rows(const server::Statement &st,
                                       const std::vector<NamedWait> &waits) {
     const uint64_t rows_n = st.rows_sent ? st.rows_sent : st.rows_affected;
     char head[192];
-    std::snprintf(
-        head, sizeof(head), "%-15s %9llu %10s %-26s %9llu ", clock_.wall(st.start_ns).c_str(),
-        static_cast<unsigned long long>(st.thread_id), duration(st.end_ns - st.start_ns).c_str(),
-        server::statement_event_name(st).c_str(), static_cast<unsigned long long>(rows_n));
+    std::snprintf(head, sizeof(head), "%-15s %9llu %10s %-26s %9llu ",
+                  clock_.wall(st.start_ns).c_str(), static_cast<unsigned long long>(st.thread_id),
+                  human_duration(st.end_ns - st.start_ns).c_str(),
+                  server::statement_event_name(st).c_str(),
+                  static_cast<unsigned long long>(rows_n));
     std::string line = head;
     if (has_text(st)) {
         line += one_line(st.text);
@@ -280,9 +277,9 @@ std::string ServerRenderer::text_rows(const server::Statement &st,
     }
     for (const auto &r : rows) {
         char buf[256];
-        std::snprintf(buf, sizeof(buf), "    %-40s %10s  cpu %s\n",
-                      server::stage_event_name(r.name).c_str(),
-                      duration(r.end_ns - r.start_ns).c_str(), duration(r.used.cpu_ns).c_str());
+        std::snprintf(
+            buf, sizeof(buf), "    %-40s %10s  cpu %s\n", server::stage_event_name(r.name).c_str(),
+            human_duration(r.end_ns - r.start_ns).c_str(), human_duration(r.used.cpu_ns).c_str());
         line += buf;
     }
     if (st.stages_lost) {
@@ -294,8 +291,8 @@ std::string ServerRenderer::text_rows(const server::Statement &st,
                                  : w.name.object_schema + "." + w.name.object_name;
         char buf[1024];
         std::snprintf(buf, sizeof(buf), "      ~ %-44s %10s %s%s%s\n", w.name.event_name.c_str(),
-                      duration(w.wait.end_ns - w.wait.start_ns).c_str(), w.name.operation.c_str(),
-                      object.empty() ? "" : " ", object.c_str());
+                      human_duration(w.wait.end_ns - w.wait.start_ns).c_str(),
+                      w.name.operation.c_str(), object.empty() ? "" : " ", object.c_str());
         line += buf;
     }
     return line;
@@ -468,9 +465,9 @@ std::string ServerRenderer::wait_summary() {
         }
         char buf[256];
         std::snprintf(buf, sizeof(buf), "%-52s %10llu %12s %12s %12s %12s\n", name.c_str(),
-                      static_cast<unsigned long long>(t.count), duration(t.sum_ns).c_str(),
-                      duration(t.min_ns).c_str(), duration(t.sum_ns / t.count).c_str(),
-                      duration(t.max_ns).c_str());
+                      static_cast<unsigned long long>(t.count), human_duration(t.sum_ns).c_str(),
+                      human_duration(t.min_ns).c_str(), human_duration(t.sum_ns / t.count).c_str(),
+                      human_duration(t.max_ns).c_str());
         out += buf;
     }
     return out;
@@ -539,7 +536,7 @@ std::string ServerRenderer::summary() {
             std::snprintf(buf, sizeof(buf), "  %5.1f%%  %-36s %6llu samples  off-CPU %s\n",
                           attributed > 0 ? 100.0 * ns / attributed : 0.0, name.c_str(),
                           static_cast<unsigned long long>(t.on_cpu),
-                          duration(t.off_cpu_ns).c_str());
+                          human_duration(t.off_cpu_ns).c_str());
             out += buf;
         }
         std::snprintf(buf, sizeof(buf),

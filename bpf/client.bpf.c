@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Client side: the socket I/O of traced processes, from syscall tracepoints.
+// Client side: the socket I/O of traced processes, from the syscall raw
+// tracepoints.
 //
-// sys_enter keeps the arguments of socket syscalls of traced processes;
-// sys_exit copies what was actually transferred (up to `snaplen` bytes, the
-// true length always recorded). Sockets are told apart by their struct sock:
-// a socket connected while traced is judged in the kernel by its first bytes
-// (a MySQL server greets first: seq 0, protocol 10) and dropped there if it is
-// anything else; a socket that predates the trace is copied until userspace
-// has judged it and written its verdict into mt_socks.
+// A call is read at its end (sys_exit), where its argument registers and
+// result are both known: what was actually transferred is copied (up to
+// `snaplen` bytes, the true length always recorded). sys_enter only notes
+// when a send began and sees close/shutdown before they act; no state is
+// kept between the two but a send's start time. Sockets are told apart by
+// their struct sock: a socket connected while traced is judged in the
+// kernel by its first bytes (a MySQL server greets first: seq 0, protocol
+// 10) and dropped there if it is anything else; a socket that predates the
+// trace is copied until userspace has judged it and written its verdict
+// into mt_socks.
 //
 // `mysqltrace run` uses the USDT programs at the end instead of the syscall
 // and TLS probes: the preloaded shim reports each call on a MySQL socket
@@ -71,7 +75,7 @@ struct {
 
 enum arg_kind { ARG_BUF = 1, ARG_IOV = 2, ARG_MSG = 3, ARG_ADDR = 4 };
 
-// A socket syscall between its entry and exit, per thread.
+// A socket call: what the record about it needs.
 struct inflight {
     __u64 sock;
     __u64 ptr;  // buffer, iovec array, msghdr or sockaddr
@@ -83,13 +87,6 @@ struct inflight {
     __u16 kind;  // enum arg_kind
     __u32 _pad;
 };
-
-struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 16384);
-    __type(key, __u32);
-    __type(value, struct inflight);
-} inflight SEC(".maps");
 
 // A TLS library call (SSL_read, gnutls_record_send, ...) in progress, per
 // thread. The socket syscalls it makes tell which socket the session uses.
@@ -148,28 +145,37 @@ static __always_inline int traced(__u32 tgid)
     return bpf_map_lookup_elem(&mt_pids, &tgid) != 0;
 }
 
-// The stream socket behind `fd` of the current process, or 0.
+// A no-op the verifier knows (kernel 6.2+): `obj` becomes a read-only
+// typed pointer, so fields are loaded directly instead of through one
+// bpf_probe_read_kernel call each.
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#define MT_KCAST(type, p) ((type *)bpf_rdonly_cast((p), bpf_core_type_id_kernel(type)))
+
+// The stream socket behind `fd` of the current process, or 0. This runs for
+// every socket call of traced processes: its loads are direct.
 static __always_inline struct sock *stream_socket(int fd, __u16 *family)
 {
     struct task_struct *task = bpf_get_current_task_btf();
-    struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-    struct file **fds;
-    struct file *f = 0;
+    struct fdtable *fdt = task->files->fdt;
+    struct file *fp = 0;
+    struct file *f;
     struct socket *so;
     struct sock *sk;
     __u16 fam;
 
-    if (fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+    if (fd < 0 || (unsigned int)fd >= fdt->max_fds)
         return 0;
-    fds = BPF_CORE_READ(fdt, fd);
-    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-    if (!f || (BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+    bpf_probe_read_kernel(&fp, sizeof(fp), &fdt->fd[fd]);
+    if (!fp)
         return 0;
-    so = BPF_CORE_READ(f, private_data);
-    if (BPF_CORE_READ(so, type) != SOCK_STREAM)
+    f = MT_KCAST(struct file, fp);
+    if ((f->f_inode->i_mode & S_IFMT) != S_IFSOCK)
         return 0;
-    sk = BPF_CORE_READ(so, sk);
-    fam = BPF_CORE_READ(sk, __sk_common.skc_family);
+    so = MT_KCAST(struct socket, f->private_data);
+    if (so->type != SOCK_STREAM)
+        return 0;
+    sk = so->sk;
+    fam = sk->__sk_common.skc_family;
     if (fam != AF_INET && fam != AF_INET6 && fam != AF_UNIX)
         return 0;
     *family = fam;
@@ -253,76 +259,91 @@ static __always_inline __u64 copy_iov(__u8 *data, const struct iovec *iov, __u64
     return copied;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(client_sys_enter, struct pt_regs *regs, long id)
+// Per thread: when its current send-type syscall began (see emit()).
+struct {
+    __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, int);
+    __type(value, __u64);
+} send_start SEC(".maps");
+
+// The socket call `nr` of a traced process on a stream socket, or 0 with
+// `in` untouched. `regs` are the syscall's user registers.
+static __always_inline int socket_call(struct inflight *in, const struct pt_regs *regs, long nr)
 {
-    __u64 pid_tgid = bpf_get_current_pid_tgid();
-    __u32 tid = (__u32)pid_tgid;
-    struct inflight in = {};
     struct sock *sk;
-    __u8 *state;
     __u16 family = 0;
     int fd;
 
-    switch (id) {
-    case NR_read: case NR_write: case NR_readv: case NR_writev: case NR_recvfrom:
-    case NR_sendto: case NR_recvmsg: case NR_sendmsg: case NR_connect: case NR_close:
-    case NR_shutdown:
-        break;
-    default:
-        return 0;
-    }
-    if (!traced(pid_tgid >> 32))
+    if (!traced(bpf_get_current_pid_tgid() >> 32))
         return 0;
     fd = (int)BPF_CORE_READ(regs, di);
     sk = stream_socket(fd, &family);
     if (!sk)
         return 0;
-    in.sock = (__u64)sk;
-    in.fd = fd;
-    in.nr = id;
-    in.start_ns = bpf_ktime_get_ns();
-    in.family = family;
+    in->sock = (__u64)sk;
+    in->fd = fd;
+    in->nr = nr;
+    in->family = family;
+    return 1;
+}
+
+// close and shutdown, before they act (afterwards the fd names nothing).
+static __always_inline int sock_end(const struct pt_regs *regs, long nr)
+{
+    struct inflight in = {};
+    struct mt_sock_event *ev;
+    __u8 *state;
+    __u8 was;
+    __u32 slot;
+
+    if (!socket_call(&in, regs, nr))
+        return 0;
     state = bpf_map_lookup_elem(&mt_socks, &in.sock);
-    if (state && *state == MT_SOCK_IGNORED && id != NR_close)
+    was = state ? *state : MT_SOCK_UNKNOWN;
+    // Read before the delete: the element is not ours to read after it.
+    if (nr == NR_close)
+        bpf_map_delete_elem(&mt_socks, &in.sock);
+    if (was == MT_SOCK_IGNORED)
         return 0;
-
-    if (id == NR_close || id == NR_shutdown) {
-        __u8 was = state ? *state : MT_SOCK_UNKNOWN;
-        struct mt_sock_event *ev;
-        __u32 slot;
-
-        // Read before the delete: the element is not ours to read after it.
-        if (id == NR_close)
-            bpf_map_delete_elem(&mt_socks, &in.sock);
-        if (was == MT_SOCK_IGNORED)
-            return 0;
-        ev = claim(&slot);
-        if (ev) {
-            emit(ev, id == NR_close ? MT_SOCK_CLOSE : MT_SOCK_SHUTDOWN, &in, 0, 0);
-            mt_scratch_release(slot);
-        }
-        return 0;
+    ev = claim(&slot);
+    if (ev) {
+        emit(ev, nr == NR_close ? MT_SOCK_CLOSE : MT_SOCK_SHUTDOWN, &in, 0, 0);
+        mt_scratch_release(slot);
     }
-    in.ptr = BPF_CORE_READ(regs, si);
-    in.len = BPF_CORE_READ(regs, dx);
+    return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(client_sys_enter, struct pt_regs *regs, long id)
+{
+    __u64 *start;
+
     switch (id) {
-    case NR_readv: case NR_writev: in.kind = ARG_IOV; break;
-    case NR_recvmsg: case NR_sendmsg: in.kind = ARG_MSG; break;
-    case NR_connect: in.kind = ARG_ADDR; break;
-    default: in.kind = ARG_BUF; break;
+    case NR_close: case NR_shutdown:
+        return sock_end(regs, id);
+    case NR_write: case NR_writev: case NR_sendto: case NR_sendmsg:
+        break;
+    default:
+        return 0;
     }
-    bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY);
+    // The start of a send: only its time is kept, the rest is read at its end.
+    if (!traced(bpf_get_current_pid_tgid() >> 32))
+        return 0;
+    start = bpf_task_storage_get(&send_start, bpf_get_current_task_btf(), 0,
+                                 BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (start)
+        *start = bpf_ktime_get_ns();
     return 0;
 }
 
 // The end of a socket syscall: what was transferred, into `ev`.
+// `state` is the socket's entry in mt_socks, if it has one.
 static __always_inline void sys_exit_record(struct mt_sock_event *ev, struct inflight *in,
-                                            long ret, __u32 tid)
+                                            long ret, __u32 tid, __u8 *state)
 {
     struct tls_call *tls;
     __u64 copied = 0;
-    __u8 *state;
     __u16 op;
 
     if (in->kind == ARG_ADDR) {
@@ -357,7 +378,6 @@ static __always_inline void sys_exit_record(struct mt_sock_event *ev, struct inf
             copied = copy_iov(ev->data, (const struct iovec *)msg.msg_iov, msg.msg_iovlen, ret);
     }
 
-    state = bpf_map_lookup_elem(&mt_socks, &in->sock);
     if (state && (*state == MT_SOCK_FRESH || *state == MT_SOCK_FRESH_HDR)) {
         __u8 verdict = MT_SOCK_IGNORED;
 
@@ -381,36 +401,68 @@ static __always_inline void sys_exit_record(struct mt_sock_event *ev, struct inf
     emit(ev, op, in, ret, copied);
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(client_sys_exit, struct pt_regs *regs, long ret)
+// The end of a data or connect syscall, with everything it moved.
+static __always_inline int sock_call_done(const struct pt_regs *regs, long nr, long ret,
+                                          __u16 kind)
 {
-    __u64 pid_tgid = bpf_get_current_pid_tgid();
-    __u32 tid = (__u32)pid_tgid;
+    struct inflight in = {};
     struct mt_sock_event *ev;
-    struct inflight *p;
-    struct inflight in;
+    __u8 *state = 0;
     __u32 slot;
 
-    if (single_tgid && (pid_tgid >> 32) != single_tgid)
-        return 0;
-    p = bpf_map_lookup_elem(&inflight, &tid);
-    if (!p)
-        return 0;
-    in = *p;
-    bpf_map_delete_elem(&inflight, &tid);
-    if (in.kind == ARG_ADDR) {
+    if (kind == ARG_ADDR) {
         // A non-blocking connect completes later; its bytes still follow.
         if (ret != 0 && ret != -EINPROGRESS)
             return 0;
     } else if (ret < 0) {
         return 0;  // EAGAIN and friends: nothing moved
     }
+    if (!socket_call(&in, regs, nr))
+        return 0;
+    if (kind != ARG_ADDR) {
+        state = bpf_map_lookup_elem(&mt_socks, &in.sock);
+        if (state && *state == MT_SOCK_IGNORED)
+            return 0;
+    }
+    in.ptr = BPF_CORE_READ(regs, si);
+    in.len = BPF_CORE_READ(regs, dx);
+    in.kind = kind;
+    if (nr == NR_write || nr == NR_writev || nr == NR_sendto || nr == NR_sendmsg) {
+        __u64 *start = bpf_task_storage_get(&send_start, bpf_get_current_task_btf(), 0, 0);
+
+        if (start) {
+            in.start_ns = *start;
+            *start = 0;  // never taken for a later call's start
+        }
+    }
     ev = claim(&slot);
     if (!ev)
         return 0;
-    sys_exit_record(ev, &in, ret, tid);
+    sys_exit_record(ev, &in, ret, (__u32)bpf_get_current_pid_tgid(), state);
     mt_scratch_release(slot);
     return 0;
+}
+
+// Everything but close and shutdown is read at the end of the call: the
+// argument registers are still those the call was made with, and the
+// number of the call is in orig_ax.
+SEC("tp_btf/sys_exit")
+int BPF_PROG(client_sys_exit, struct pt_regs *regs, long ret)
+{
+    long nr;
+    __u16 kind;
+
+    if (single_tgid && (bpf_get_current_pid_tgid() >> 32) != single_tgid)
+        return 0;
+    nr = BPF_CORE_READ(regs, orig_ax);
+    switch (nr) {
+    case NR_read: case NR_write: case NR_recvfrom: case NR_sendto: kind = ARG_BUF; break;
+    case NR_readv: case NR_writev: kind = ARG_IOV; break;
+    case NR_recvmsg: case NR_sendmsg: kind = ARG_MSG; break;
+    case NR_connect: kind = ARG_ADDR; break;
+    default: return 0;
+    }
+    return sock_call_done(regs, nr, ret, kind);
 }
 
 SEC("uprobe")
@@ -512,7 +564,6 @@ int BPF_PROG(client_exit, struct task_struct *task)
     struct mt_proc_event *ev;
     void *ring;
 
-    bpf_map_delete_elem(&inflight, &tid);
     bpf_map_delete_elem(&tls_calls, &tid);
     if (tid != tgid || !traced(tgid))
         return 0;

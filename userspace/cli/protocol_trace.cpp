@@ -58,10 +58,16 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
                       << "\n";
         }
     };
+    std::string line;  // reused: a busy trace renders ~10 events per command
     if (!a.summary_only) {
         cb.on_event = [&](const protocol::ProtocolEvent &ev) {
-            o.write(json ? output::render_protocol_json(ev, json_opts)
-                         : output::render_protocol_text(ev, text_opts));
+            if (json) {
+                o.write(output::render_protocol_json(ev, json_opts));
+                return;
+            }
+            line.clear();
+            output::append_protocol_text(line, ev, text_opts);
+            o.write(line);
         };
         cb.on_api_call = [&](const protocol::ApiCall &call) {
             o.write(json ? output::render_api_call_json(call)
@@ -70,8 +76,13 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
     }
     if (!a.no_summary) {
         cb.on_summary = [&](const protocol::CommandSummary &sum) {
-            o.write(json ? output::render_command_summary_json(sum)
-                         : output::render_command_summary_text(sum, text_opts));
+            if (json) {
+                o.write(output::render_command_summary_json(sum));
+                return;
+            }
+            line.clear();
+            output::append_command_summary_text(line, sum, text_opts);
+            o.write(line);
         };
     }
     cb.set_verdict = [&](uint64_t sock, uint8_t state) {

@@ -13,16 +13,25 @@ using protocol::ProtocolEvent;
 
 namespace {
 
-std::string prefix(uint64_t conn, uint64_t ts_ns, uint32_t pid, uint32_t tid,
+void append_uint(std::string &out, uint64_t v) {
+    char buf[20];
+    char *p = buf + sizeof(buf);
+    do {
+        *--p = static_cast<char>('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    out.append(p, static_cast<size_t>(buf + sizeof(buf) - p));
+}
+
+void append_prefix(std::string &out, uint64_t conn, uint64_t ts_ns, uint32_t pid, uint32_t tid,
                    const ProtocolTextOptions &options) {
-    std::string out;
     if (options.timestamps) {
         if (options.clock != nullptr) {
             options.clock->append_wall(ts_ns, out);
             out += ' ';
-            out += std::to_string(pid);
+            append_uint(out, pid);
             out += '/';
-            out += std::to_string(tid);
+            append_uint(out, tid);
             out += ' ';
         } else {
             char buf[64];
@@ -33,32 +42,39 @@ std::string prefix(uint64_t conn, uint64_t ts_ns, uint32_t pid, uint32_t tid,
             out += buf;
         }
     }
-    out += "mysqltrace: " + std::to_string(conn) + ": ";
-    return out;
+    out += "mysqltrace: ";
+    append_uint(out, conn);
+    out += ": ";
 }
 
-std::string duration(uint64_t ns) {
-    std::string s;
+void append_duration(std::string &out, uint64_t ns) {
     if (ns < 10000) {
-        append_fixed(s, ns, 1, 0);
-        s += " ns";
+        append_fixed(out, ns, 1, 0);
+        out += " ns";
     } else if (ns < 10000000) {
-        append_fixed(s, ns, 1000, 1);
-        s += " us";
+        append_fixed(out, ns, 1000, 1);
+        out += " us";
     } else {
-        append_fixed(s, ns, 1'000'000, 3);
-        s += " ms";
+        append_fixed(out, ns, 1'000'000, 3);
+        out += " ms";
     }
-    return s;
 }
 
-}  // namespace
+bool plain(unsigned char c) { return c >= 0x20 && c != 0x7F; }
 
-std::string escape_text(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (char ch : s) {
-        auto c = static_cast<unsigned char>(ch);
+void append_escaped(std::string &out, std::string_view s) {
+    size_t i = 0;
+    while (i < s.size()) {
+        // Runs of printable bytes go in whole.
+        size_t j = i;
+        while (j < s.size() && plain(static_cast<unsigned char>(s[j]))) {
+            ++j;
+        }
+        out.append(s.data() + i, j - i);
+        if (j == s.size()) {
+            break;
+        }
+        const auto c = static_cast<unsigned char>(s[j]);
         switch (c) {
             case '\n':
                 out += "\\n";
@@ -69,29 +85,46 @@ std::string escape_text(std::string_view s) {
             case '\t':
                 out += "\\t";
                 break;
-            default:
-                if (c < 0x20 || c == 0x7F) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-                    out += buf;
-                } else {
-                    out += ch;
-                }
+            default: {
+                static constexpr char kHex[] = "0123456789abcdef";
+                const char esc[4] = {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+                out.append(esc, 4);
+            }
         }
+        i = j + 1;
     }
-    return out;
 }
 
-std::string cut_text(std::string_view s, size_t max, std::optional<uint64_t> true_len) {
+void append_cut(std::string &out, std::string_view s, size_t max,
+                std::optional<uint64_t> true_len = {}) {
     const uint64_t len = std::max<uint64_t>(true_len.value_or(0), s.size());
     if (s.size() <= max && len == s.size()) {
-        return escape_text(s);
+        append_escaped(out, s);
+        return;
     }
     size_t keep = std::min(s.size(), max);
     while (keep > 0 && keep < s.size() && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) {
         --keep;
     }
-    return escape_text(s.substr(0, keep)) + "... (" + std::to_string(len) + " bytes)";
+    append_escaped(out, s.substr(0, keep));
+    out += "... (";
+    append_uint(out, len);
+    out += " bytes)";
+}
+
+}  // namespace
+
+std::string escape_text(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    append_escaped(out, s);
+    return out;
+}
+
+std::string cut_text(std::string_view s, size_t max, std::optional<uint64_t> true_len) {
+    std::string out;
+    append_cut(out, s, max, true_len);
+    return out;
 }
 
 std::string hex_dump(std::span<const uint8_t> bytes, const std::string &indent) {
@@ -118,8 +151,9 @@ std::string hex_dump(std::span<const uint8_t> bytes, const std::string &indent) 
     return out;
 }
 
-std::string render_protocol_text(const ProtocolEvent &ev, const ProtocolTextOptions &options) {
-    std::string out = prefix(ev.conn, ev.ts_ns, ev.pid, ev.tid, options);
+void append_protocol_text(std::string &out, const ProtocolEvent &ev,
+                          const ProtocolTextOptions &options) {
+    append_prefix(out, ev.conn, ev.ts_ns, ev.pid, ev.tid, options);
     out += "stage: ";
     out += protocol::stage_name(ev.stage);
     out += ", event: ";
@@ -128,61 +162,95 @@ std::string render_protocol_text(const ProtocolEvent &ev, const ProtocolTextOpti
     bool sql_done = false;
     for (const auto &d : ev.details) {
         std::string_view line = d;
+        out += "    ";
         if (!sql_done && ev.sql && !ev.sql->empty() && line.size() >= ev.sql->size() + 2 &&
             line.ends_with(*ev.sql) && line.substr(line.size() - ev.sql->size() - 2, 2) == ": ") {
             sql_done = true;
-            out += "    " + escape_text(line.substr(0, line.size() - ev.sql->size())) +
-                   cut_text(*ev.sql, options.max_value_chars, ev.sql_bytes) + "\n";
-            continue;
+            append_escaped(out, line.substr(0, line.size() - ev.sql->size()));
+            append_cut(out, *ev.sql, options.max_value_chars, ev.sql_bytes);
+        } else {
+            append_cut(out, line, options.max_value_chars);
         }
-        out += "    " + cut_text(line, options.max_value_chars) + "\n";
+        out += '\n';
     }
     if (options.dump && ev.bytes) {
         if (ev.packet_redacted) {
             out += "    (packet withheld: it carries secrets; --show-secrets shows it)\n";
         } else if (!ev.packet.empty()) {
-            out += "    packet: " + std::to_string(*ev.bytes) + " bytes";
+            out += "    packet: ";
+            append_uint(out, *ev.bytes);
+            out += " bytes";
             if (ev.packet.size() < *ev.bytes) {
-                out += ", first " + std::to_string(ev.packet.size()) + " shown";
+                out += ", first ";
+                append_uint(out, ev.packet.size());
+                out += " shown";
             }
             out += "\n";
             out += hex_dump(ev.packet, "      ");
         }
     }
+}
+
+std::string render_protocol_text(const ProtocolEvent &ev, const ProtocolTextOptions &options) {
+    std::string out;
+    append_protocol_text(out, ev, options);
     return out;
+}
+
+void append_command_summary_text(std::string &out, const CommandSummary &s,
+                                 const ProtocolTextOptions &options) {
+    append_prefix(out, s.conn, s.ts_end_ns, s.pid, s.tid, options);
+    out += "summary: ";
+    out += s.command_name;
+    out += " -> ";
+    out += protocol::command_result_name(s.result);
+    if (s.error_code) {
+        out += ' ';
+        append_uint(out, *s.error_code);
+        out += " (";
+        append_escaped(out, s.error_message);
+        out += ')';
+    }
+    if (s.statement_id) {
+        out += "; statement: ";
+        append_uint(out, *s.statement_id);
+    }
+    if (s.result_sets > 0) {
+        out += "; result sets: ";
+        append_uint(out, s.result_sets);
+    }
+    out += "; rows: ";
+    append_uint(out, s.rows);
+    if (s.affected_rows) {
+        out += "; affected: ";
+        append_uint(out, *s.affected_rows);
+    }
+    out += "; bytes sent: ";
+    append_uint(out, s.bytes_sent);
+    out += "; bytes received: ";
+    append_uint(out, s.bytes_received);
+    out += "; server wait: ";
+    append_duration(out, s.server_wait_ns);
+    out += "; total: ";
+    append_duration(out, s.ts_end_ns - s.ts_start_ns);
+    if (s.sql) {
+        out += "; SQL: ";
+        append_cut(out, *s.sql, options.max_value_chars, s.sql_bytes);
+    }
+    out += '\n';
 }
 
 std::string render_command_summary_text(const CommandSummary &s,
                                         const ProtocolTextOptions &options) {
-    std::string out = prefix(s.conn, s.ts_end_ns, s.pid, s.tid, options);
-    out += "summary: " + s.command_name + " -> " + protocol::command_result_name(s.result);
-    if (s.error_code) {
-        out += " " + std::to_string(*s.error_code) + " (" + escape_text(s.error_message) + ")";
-    }
-    if (s.statement_id) {
-        out += "; statement: " + std::to_string(*s.statement_id);
-    }
-    if (s.result_sets > 0) {
-        out += "; result sets: " + std::to_string(s.result_sets);
-    }
-    out += "; rows: " + std::to_string(s.rows);
-    if (s.affected_rows) {
-        out += "; affected: " + std::to_string(*s.affected_rows);
-    }
-    out += "; bytes sent: " + std::to_string(s.bytes_sent);
-    out += "; bytes received: " + std::to_string(s.bytes_received);
-    out += "; server wait: " + duration(s.server_wait_ns);
-    out += "; total: " + duration(s.ts_end_ns - s.ts_start_ns);
-    if (s.sql) {
-        out += "; SQL: " + cut_text(*s.sql, options.max_value_chars, s.sql_bytes);
-    }
-    out += '\n';
+    std::string out;
+    append_command_summary_text(out, s, options);
     return out;
 }
 
 std::string render_api_call_text(const protocol::ApiCall &call,
                                  const ProtocolTextOptions &options) {
-    std::string out = prefix(call.conn, call.ts_end_ns, call.pid, call.tid, options);
+    std::string out;
+    append_prefix(out, call.conn, call.ts_end_ns, call.pid, call.tid, options);
     char handle[32];
     std::snprintf(handle, sizeof(handle), "0x%llx", static_cast<unsigned long long>(call.handle));
     out += "api: " + call.func + "(" + handle + ") -> ";
@@ -202,11 +270,13 @@ std::string render_api_call_text(const protocol::ApiCall &call,
         out += ": " + escape_text(call.error_message);
     }
     const uint64_t total = call.ts_end_ns - call.ts_begin_ns;
-    out += "; time: " + duration(total);
+    out += "; time: ";
+    append_duration(out, total);
     if (call.server_wait_ns > 0) {
-        out += "; server wait: " + duration(call.server_wait_ns);
-        out += "; in client: " +
-               duration(total > call.server_wait_ns ? total - call.server_wait_ns : 0);
+        out += "; server wait: ";
+        append_duration(out, call.server_wait_ns);
+        out += "; in client: ";
+        append_duration(out, total > call.server_wait_ns ? total - call.server_wait_ns : 0);
     }
     if (call.server_thread_id) {
         out += "; server thread: " + std::to_string(*call.server_thread_id);

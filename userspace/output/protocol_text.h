@@ -32,7 +32,12 @@ struct ProtocolTextOptions {
     size_t max_value_chars = 1024;  // SQL and detail lines longer than this are cut
 };
 
-// The event's lines, each ending with '\n'.
+// The event's lines, each ending with '\n'. The append_ forms add to `out`,
+// so a busy trace reuses one buffer instead of building a string per event.
+void append_protocol_text(std::string &out, const protocol::ProtocolEvent &ev,
+                          const ProtocolTextOptions &options);
+void append_command_summary_text(std::string &out, const protocol::CommandSummary &s,
+                                 const ProtocolTextOptions &options);
 std::string render_protocol_text(const protocol::ProtocolEvent &ev,
                                  const ProtocolTextOptions &options = {});
 // One line, ending with '\n':

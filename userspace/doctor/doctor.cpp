@@ -26,10 +26,12 @@ namespace mysqltrace::doctor {
 
 namespace {
 
-// Kernel 5.15 is the oldest with everything used here: BPF ring buffers
-// (5.8), BTF raw tracepoints, and BPF cookies on uprobes (5.15).
-constexpr int kMinMajor = 5;
-constexpr int kMinMinor = 15;
+// Kernel 6.2 is the oldest with everything the client, run and server
+// commands use: BPF ring buffers (5.8), BTF raw tracepoints, BPF cookies on
+// uprobes (5.15) and the bpf_rdonly_cast kfunc (6.2). uprobe_multi links
+// (calls, exact stages, table I/O) need 6.6.
+constexpr int kMinMajor = 6;
+constexpr int kMinMinor = 2;
 
 constexpr int kCapDacReadSearch = 2;
 constexpr int kCapSysAdmin = 21;
@@ -53,8 +55,9 @@ Check check_kernel() {
     if (major > kMinMajor || (major == kMinMajor && minor >= kMinMinor)) {
         return ok("kernel version", rel);
     }
-    return fail("kernel version", rel + " is older than 5.15",
-                "use a kernel >= 5.15 (BPF ring buffers, BTF tracepoints, uprobe cookies)");
+    return fail("kernel version", rel + " is older than 6.2",
+                "use a kernel >= 6.2 (BPF ring buffers, BTF tracepoints, uprobe cookies, "
+                "typed kernel reads)");
 }
 
 Check check_btf() {

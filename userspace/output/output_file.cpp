@@ -26,7 +26,11 @@ FILE *create(const std::string &path, bool exclusive, int &err) {
     if (f == nullptr) {
         err = errno;
         ::close(fd);
+        return nullptr;
     }
+    // A busy trace writes tens of MB/s: 256 KiB per write() rather than the
+    // block size. The trace loop flushes on every tick, so lines still show.
+    std::setvbuf(f, nullptr, _IOFBF, 1 << 18);
     return f;
 }
 

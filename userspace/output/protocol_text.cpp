@@ -60,7 +60,9 @@ void append_duration(std::string &out, uint64_t ns) {
     }
 }
 
-bool plain(unsigned char c) { return c >= 0x20 && c != 0x7F; }
+bool plain(unsigned char c) {
+    return c >= 0x20 && c != 0x7F;
+}
 
 void append_escaped(std::string &out, std::string_view s) {
     size_t i = 0;

@@ -183,15 +183,7 @@ int run_calls(const CallsArgs &a, const GlobalOptions &g) {
     opts.tid = a.tid;
     opts.traps_only = a.traps_only;
     opts.ring.bytes_per_cpu = a.ring_kib << 10;
-    // Block Ctrl-C now, not in run_loop: one that comes between the banner
-    // and the loop then waits for the loop's signalfd instead of killing the
-    // process with nothing flushed.
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-        sigaddset(&stop_signals, sig);
-    }
-    sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
+    trace::block_stop_signals();
     auto tracer = calls::CallTracer::attach(sel, *usdt, opts,
                                             [&tree](const calls::CallRecord &r) { tree.add(r); });
     if (!tracer) {

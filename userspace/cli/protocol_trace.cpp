@@ -9,6 +9,7 @@
 #include "output/output_file.h"
 #include "output/protocol_json.h"
 #include "output/protocol_text.h"
+#include "trace/trace_loop.h"
 
 namespace mysqltrace::cli {
 
@@ -129,6 +130,7 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
             std::cerr << "mysqltrace: TLS cleartext from " << t << "\n";
         }
     }
+    trace::block_stop_signals();
     std::cerr << "mysqltrace: " << s.banner << "; Ctrl-C to stop\n";
     if (s.started) {
         if (auto r = s.started(); !r) {

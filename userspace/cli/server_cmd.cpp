@@ -224,6 +224,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                        : opts.stages == server::StageMode::traps   ? "statements (stage traps only)"
                        : opts.stages == server::StageMode::sampled ? "statements and sampled stages"
                                                                    : "statements";
+    trace::block_stop_signals();
     std::cerr << "mysqltrace: tracing " << what << " of pid " << a.pid << " ("
               << (*tracer)->probe_count() << " probes); Ctrl-C to stop\n";
     trace::LoopOptions lo;

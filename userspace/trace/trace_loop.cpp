@@ -46,6 +46,24 @@ std::string drop_summary(const bpf::RingStats &st) {
 
 namespace {
 
+sigset_t stop_signals() {
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+        sigaddset(&mask, sig);
+    }
+    return mask;
+}
+
+}  // namespace
+
+void block_stop_signals() {
+    const sigset_t mask = stop_signals();
+    sigprocmask(SIG_BLOCK, &mask, nullptr);
+}
+
+namespace {
+
 int pidfd_open(pid_t pid) {
     return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
 }
@@ -57,11 +75,7 @@ Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &op
         return make_error(errno, "cannot set the reader's priority to nice " +
                                      std::to_string(opts.reader_nice) + " (--reader-nice)");
     }
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
+    const sigset_t mask = stop_signals();
     sigprocmask(SIG_BLOCK, &mask, nullptr);
     bpf::Fd sigfd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
     bpf::Fd ep(epoll_create1(EPOLL_CLOEXEC));

@@ -48,4 +48,9 @@ std::string drop_summary(const bpf::RingStats &st);
 // flush.
 Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts);
 
+// Blocks SIGINT, SIGTERM and SIGHUP for run_loop's signalfd. Call before
+// printing "Ctrl-C to stop": a Ctrl-C between that line and the loop then
+// waits for the loop instead of killing the process with nothing flushed.
+void block_stop_signals();
+
 }  // namespace mysqltrace::trace

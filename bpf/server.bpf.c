@@ -71,6 +71,19 @@ const volatile __u32 first_dynamic_site = ~0u;
 // argument there, about to become THD::proc_info.
 const volatile __u32 cond_site = ~0u;
 const volatile __u32 exit_cond_site = ~0u;
+// From stage_call_site on: entries of the out-of-line THD::enter_stage(new,
+// old, func, file, line) of MySQL 8, where every stage change is one call:
+// the stage is argument 2 as at exit_cond, and the source comes with it.
+const volatile __u32 stage_call_site = ~0u;
+// MySQL 8: THD::m_query_string (LEX_CSTRING), read where each statement is
+// parsed (dispatch_sql_command has no text argument); -1: unknown.
+const volatile __s64 off_query_string = -1;
+// MySQL 8: a command's text is its arguments' (COM_STMT_PREPARE), not what
+// THD::m_query_string holds by its end; and the address of the "starting"
+// stage name, whose mark before a further statement of a multi-statement
+// query opens that statement (as starting_site does on MariaDB); 0: unknown.
+const volatile __u32 keep_entry_text = 0;
+const volatile __u64 starting_stage_name = 0;
 
 // Switched by userspace while tracing: exact stage probes detach after
 // --max-statements, and the records say which statements had them.
@@ -90,6 +103,7 @@ __u64 min_duration_ns = 0;
 
 // enum_server_command values whose text is not in the packet.
 #define COM_QUIT 1
+#define COM_INIT_DB 2
 #define COM_QUERY 3
 #define COM_CHANGE_USER 17
 #define COM_STMT_PREPARE 22
@@ -390,7 +404,8 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
         n = split_at - src;
         ev->text_len = n;
     }
-    if ((ev->command != COM_QUERY || !st->parses) && at_query_string >= 0) {
+    if ((ev->command != COM_QUERY || !st->parses) && at_query_string >= 0 &&
+        !(keep_entry_text && src)) {
         src = gathered(g, at_query_string);
         n = gathered(g, at_query_string + 8);
         ev->text_addr = src;
@@ -456,30 +471,29 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
     mt_submit(ring, ev, sizeof(*ev));
 }
 
-SEC("uprobe")
-int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *packet, __u32 len) {
+// A client command begins: `packet`/`len` is its text (a query, a prepared
+// statement), `arg`/`arg_len` the argument of another command (a schema name).
+static __always_inline void begin_command(void *thd, __u32 command, const char *packet, __u32 len,
+                                          const char *arg, __u64 arg_len) {
     struct thread_state *st;
 
-    if (!traced())
-        return 0;
     st = state_of((__u32)bpf_get_current_pid_tgid(), 1);
     if (!st)
-        return 0;
+        return;
     if (st->active)
         end_statement(st, MT_STMT_CUT, 0);
     st->parses = 0;
     st->tio_depth = 0;  // a return that was never seen must not hide the next ones
     st->ev.text_addr = (__u64)packet;
     st->arg_len = 0;
-    if (command != COM_QUERY && command != COM_STMT_PREPARE && command != COM_STMT_EXECUTE &&
-        command != COM_STMT_FETCH && command != COM_STMT_BULK_EXECUTE) {
-        __u64 n = len;
+    if (arg) {
+        __u64 n = arg_len;
 
         if (n > MT_MAX_DB - 1)
             n = MT_MAX_DB - 1;
         // Make clang use the clamped register, so the verifier sees the bound.
         barrier_var(n);
-        if (n && bpf_probe_read_user(st->arg, n, packet) == 0)
+        if (n && bpf_probe_read_user(st->arg, n, arg) == 0)
             st->arg_len = n;
     }
     begin_statement(st, thd, command, (__u64)packet, len, 0);
@@ -489,26 +503,62 @@ int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *pa
         if (command == COM_CHANGE_USER)
             st->account_id = 0;
     }
-    return 0;
 }
 
+// MariaDB: dispatch_command(enum_server_command, THD*, char *packet, uint len, bool).
 SEC("uprobe")
-int BPF_KPROBE(server_mysql_parse, void *thd, const char *rawbuf, __u32 len) {
-    struct thread_state *st;
-    __u32 command, seq;
+int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *packet, __u32 len) {
+    int text = command == COM_QUERY || command == COM_STMT_PREPARE ||
+               command == COM_STMT_EXECUTE || command == COM_STMT_FETCH ||
+               command == COM_STMT_BULK_EXECUTE;
 
     if (!traced())
         return 0;
+    begin_command(thd, command, packet, len, text ? 0 : packet, len);
+    return 0;
+}
+
+// MySQL 8: dispatch_command(THD*, const COM_DATA*, enum_server_command). The
+// command's arguments are a union, already decoded by the server: COM_QUERY
+// and COM_STMT_PREPARE start {const char *query; unsigned length}, COM_INIT_DB
+// {const char *db_name; unsigned long length}. Other commands' arguments are
+// not read.
+SEC("uprobe")
+int BPF_KPROBE(server_dispatch_command_m8, void *thd, const void *com_data, __u32 command) {
+    struct {
+        __u64 str, len;
+    } a = {};
+
+    if (!traced())
+        return 0;
+    if (com_data && (command == COM_QUERY || command == COM_STMT_PREPARE ||
+                     command == COM_INIT_DB))
+        bpf_probe_read_user(&a, sizeof(a), com_data);
+    if (command == COM_INIT_DB)
+        begin_command(thd, command, 0, 0, (const char *)a.str, a.len);
+    else
+        begin_command(thd, command, (const char *)a.str, (__u32)a.len, 0, 0);
+    return 0;
+}
+
+// A statement of the running command is about to be parsed; its text is
+// `rawbuf` (to the end of the query, further statements included).
+static __always_inline void begin_parse(void *thd, const char *rawbuf, __u32 len) {
+    struct thread_state *st;
+    __u32 command, seq;
+
     st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
     if (!st || !st->active || st->thd != thd)
-        return 0;
+        return;
     if (st->parses) {
         // The next statement of a multi-statement query: the previous one ends.
         struct mt_stage_mark carry;
         __u32 n = st->ev.n_stages;
         int carried = 0;
 
-        if (n > 0 && n - 1 < MT_MAX_STAGES && st->stages[n - 1].site == starting_site) {
+        if (n > 0 && n - 1 < MT_MAX_STAGES &&
+            (st->stages[n - 1].site == starting_site ||
+             (starting_stage_name && st->stages[n - 1].stage == starting_stage_name))) {
             carry = st->stages[n - 1];
             st->ev.n_stages = n - 1;
             carried = 1;
@@ -523,12 +573,39 @@ int BPF_KPROBE(server_mysql_parse, void *thd, const char *rawbuf, __u32 len) {
             st->ev.start_ns = carry.ts_ns;
             st->ev.begin = carry.c;
         }
-    } else {
+    } else if (rawbuf) {
         st->text_src = (__u64)rawbuf;
         st->ev.text_len = len;
     }
-    st->ev.text_addr = (__u64)rawbuf;
+    if (rawbuf)
+        st->ev.text_addr = (__u64)rawbuf;
     st->parses++;
+}
+
+// MariaDB: mysql_parse(THD*, char *rawbuf, uint length, Parser_state*).
+SEC("uprobe")
+int BPF_KPROBE(server_mysql_parse, void *thd, const char *rawbuf, __u32 len) {
+    if (!traced())
+        return 0;
+    begin_parse(thd, rawbuf, len);
+    return 0;
+}
+
+// MySQL 8: dispatch_sql_command(THD*, Parser_state*) (mysql_parse before
+// 8.0.22). The statement is THD::m_query_string by then, also for each
+// further statement of a multi-statement query; without its offset the
+// statements are still split, the later ones without text.
+SEC("uprobe")
+int BPF_KPROBE(server_sql_command_m8, void *thd) {
+    struct {
+        __u64 str, len;
+    } q = {};
+
+    if (!traced())
+        return 0;
+    if (off_query_string >= 0)
+        bpf_probe_read_user(&q, sizeof(q), thd + off_query_string);
+    begin_parse(thd, (const char *)q.str, (__u32)q.len);
     return 0;
 }
 
@@ -599,8 +676,18 @@ int server_stage(struct pt_regs *ctx) {
     m = &st->stages[n];
     m->ts_ns = bpf_ktime_get_ns();
     m->site = site;
-    m->_pad0 = 0;
     m->stage = stage;
+    m->line = 0;
+    m->file = 0;
+    if (site >= stage_call_site) {
+        __u64 file = PT_REGS_PARM5(ctx);
+        __u64 line = ctx->r9;  // argument 6 (this libbpf has no PT_REGS_PARM6)
+
+        barrier_var(file);
+        barrier_var(line);
+        m->file = file;
+        m->line = (__u32)line;
+    }
     read_counters(st, &m->c);
     st->ev.n_stages = n + 1;
     return 0;

@@ -48,27 +48,36 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         return kExitFailure;
     }
     auto mode = stage_mode(a.stages);
-    if (target->end_is_return) {
+    const bool mysql8 = target->profile == server::ServerProfile::mysql8;
+    const bool exact = mode == server::StageMode::exact || mode == server::StageMode::traps;
+    if (mysql8) {
+        std::cerr << "mysqltrace: MySQL 8 symbol profile (untested against real MySQL "
+                     "binaries): a return probe on dispatch_command ends statements\n";
+    } else if (target->end_is_return) {
         std::cerr << "mysqltrace: no end-of-command stage site in this build: a return probe on "
                      "dispatch_command ends statements (dearer)\n";
     }
-    if ((mode == server::StageMode::exact || mode == server::StageMode::traps) &&
-        target->stages.empty()) {
-        std::cerr << "mysqltrace: no stage sites found in this build (the inlined "
-                     "THD::enter_stage pattern): stages are sampled instead\n";
+    if (exact && target->stages.empty()) {
+        std::cerr << (mysql8 ? "mysqltrace: no out-of-line THD::enter_stage to probe in this "
+                               "build: stages are sampled instead\n"
+                             : "mysqltrace: no stage sites found in this build (the inlined "
+                               "THD::enter_stage pattern): stages are sampled instead\n");
         mode = server::StageMode::sampled;
     }
-    if (mode != server::StageMode::off && target->layout.proc_info < 0) {
+    // MySQL 8's exact stages read the stage from THD::enter_stage's argument.
+    const bool needs_proc_info = !(mysql8 && exact && !target->stages.empty());
+    if (mode != server::StageMode::off && needs_proc_info && target->layout.proc_info < 0) {
         std::cerr << "mysqltrace: cannot find THD::proc_info in this build: stages are off\n";
     }
     if (g.verbose > 0) {
         const auto &l = target->layout;
         std::cerr << std::hex << "mysqltrace: dispatch_command probe at file offset 0x"
                   << target->dispatch_site.offset << " (" << target->dispatch_site.instruction
-                  << "), mysql_parse at 0x" << target->parse_site.offset << ", end of command at 0x"
-                  << target->end_offset << "; THD: thread_id +0x" << l.thread_id
-                  << ", proc_info +0x" << l.proc_info << ", stmt_da +0x" << l.stmt_da << std::dec
-                  << "; " << target->stages.size() << " stage sites\n";
+                  << "), " << (mysql8 ? "dispatch_sql_command" : "mysql_parse") << " at 0x"
+                  << target->parse_site.offset << ", end of command at 0x" << target->end_offset
+                  << "; THD: thread_id +0x" << l.thread_id << ", proc_info +0x" << l.proc_info
+                  << ", stmt_da +0x" << l.stmt_da << std::dec << "; " << target->stages.size()
+                  << " stage sites\n";
     }
     if (g.verbose > 1) {
         for (size_t i = 0; i < target->stages.size(); i++) {
@@ -123,7 +132,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     std::map<std::string, uint64_t> per_name;
     server::StatementTracerOptions opts;
     opts.max_sql = a.max_sql;
-    opts.stages = target->layout.proc_info < 0 ? server::StageMode::off : mode;
+    opts.stages = needs_proc_info && target->layout.proc_info < 0 ? server::StageMode::off : mode;
     opts.sample_hz = a.sample_hz;
     opts.only_thread_id = a.thread_id;
     opts.min_duration_ns = static_cast<uint64_t>(a.min_duration_ms * 1e6);

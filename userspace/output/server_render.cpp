@@ -97,7 +97,13 @@ std::string ServerRenderer::header() const {
 std::vector<ServerRenderer::StageRow> ServerRenderer::stage_rows(
     const server::Statement &st) const {
     std::vector<StageRow> rows;
-    if ((st.flags & MT_STMT_EXACT) && !st.stages.empty() && st.stages[0].ts_ns > st.start_ns) {
+    // MySQL 8 enters "starting" inside dispatch_command, after its probe:
+    // that mark's row then begins with the statement.
+    const bool starts_itself = !st.stages.empty() && st.stages[0].file != 0 &&
+                               st.stages[0].stage != 0 &&
+                               name_at_(st.stages[0].stage) == "starting";
+    if ((st.flags & MT_STMT_EXACT) && !st.stages.empty() && st.stages[0].ts_ns > st.start_ns &&
+        !starts_itself) {
         // The server entered "starting" before dispatch_command, where the
         // statement's own probe fires: that first stretch is still its own.
         StageRow r;
@@ -112,6 +118,10 @@ std::vector<ServerRenderer::StageRow> ServerRenderer::stage_rows(
         StageRow r;
         if (m.stage != 0) {
             r.name = name_at_(m.stage);  // a site that enters a stage known only at run time
+            if (m.file != 0) {
+                r.file = name_at_(m.file);  // THD::enter_stage's calling_file
+                r.line = m.line;
+            }
         } else if (m.site < sites_.size()) {
             const auto &site = sites_[m.site];
             r.name = site.stage_name;
@@ -125,6 +135,10 @@ std::vector<ServerRenderer::StageRow> ServerRenderer::stage_rows(
         const bool last = i + 1 == st.stages.size();
         r.end_ns = last ? st.end_ns : st.stages[i + 1].ts_ns;
         r.used = m.counters.until(last ? st.end : st.stages[i + 1].counters);
+        if (i == 0 && starts_itself && m.ts_ns > st.start_ns) {
+            r.start_ns = st.start_ns;
+            r.used = st.begin.until(last ? st.end : st.stages[i + 1].counters);
+        }
         // A stage entered again right away (the same site twice in a row)
         // reads as one stage, as SHOW PROFILE shows it.
         if (!rows.empty() && rows.back().name == r.name && rows.back().end_ns == r.start_ns &&

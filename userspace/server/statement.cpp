@@ -124,7 +124,7 @@ bool decode_statement(std::span<const uint8_t> record, Statement *out) {
     for (unsigned i = 0; i < ev.n_stages; i++, p += sizeof(mt_stage_mark)) {
         mt_stage_mark m;
         std::memcpy(&m, p, sizeof(m));
-        s.stages.push_back({m.ts_ns, m.site, m.stage, TaskCounters::from(m.c)});
+        s.stages.push_back({m.ts_ns, m.site, m.stage, TaskCounters::from(m.c), m.file, m.line});
     }
     auto take = [&p](std::string &dst, size_t n) {
         dst.assign(reinterpret_cast<const char *>(p), n);

@@ -32,6 +32,10 @@ struct StageMark {
     uint32_t site = 0;   // index into the target's stage-site table
     uint64_t stage = 0;  // THD::proc_info, at sites whose stage is known only then
     TaskCounters counters;
+    // MySQL 8's THD::enter_stage calls: the caller's source (file: a server
+    // address), 0 elsewhere (the site table has it).
+    uint64_t file = 0;
+    uint32_t line = 0;
 };
 
 struct StageSample {

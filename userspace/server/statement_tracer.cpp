@@ -29,6 +29,10 @@ namespace {
 // MariaDB 10.x entry points.
 constexpr const char *kDispatch = "_Z16dispatch_command19enum_server_commandP3THDPcjb";
 constexpr const char *kParse = "_Z11mysql_parseP3THDPcjP12Parser_state";
+// MySQL 8.0/8.4 (a symbol profile, untested against Oracle's binaries).
+constexpr const char *kDispatch8 = "_Z16dispatch_commandP3THDPK8COM_DATA19enum_server_command";
+constexpr const char *kSqlCommand8 = "_Z20dispatch_sql_commandP3THDP12Parser_state";  // 8.0.22+
+constexpr const char *kParse8 = "_Z11mysql_parseP3THDP12Parser_state";                // before
 // The stage dispatch_command enters once the command is done and answered.
 constexpr const char *kEndStage = "stage_cleaning_up";
 // The handler row methods every storage engine's reads and writes go
@@ -141,49 +145,9 @@ void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t qu
     }
 }
 
-}  // namespace
-
-Result<ServerTarget> resolve_server(pid_t pid) {
-    if (!proc::process_exists(pid)) {
-        return Error{ESRCH, "no such process: " + std::to_string(pid)};
-    }
-    ServerTarget t;
-    t.pid = pid;
-    t.exe = "/proc/" + std::to_string(pid) + "/exe";
-    auto file = elf::ElfFile::open(t.exe);
-    if (!file) {
-        return file.error();
-    }
-    const elf::ElfFile &f = **file;
-    auto dispatch = f.find(kDispatch);
-    if (!dispatch) {
-        for (const auto &s : f.symbols()) {
-            if (s.name.rfind("_Z16dispatch_command", 0) == 0) {
-                return Error{ENOTSUP, "pid " + std::to_string(pid) + " has " + s.name +
-                                          ": only MariaDB servers are supported so far"};
-            }
-        }
-        return Error{ENOENT, "pid " + std::to_string(pid) +
-                                 " is not a MySQL/MariaDB server (no dispatch_command symbol)"};
-    }
-    auto parse = f.find(kParse);
-    if (!parse) {
-        return Error{ENOENT, std::string("this server has no ") + kParse +
-                                 " symbol: unsupported MariaDB version"};
-    }
-    auto ds = entry_site(f, *dispatch);
-    auto ps = entry_site(f, *parse);
-    if (!ds || !ps) {
-        return !ds ? ds.error() : ps.error();
-    }
-    t.dispatch_site = *ds;
-    t.parse_site = *ps;
-    auto layout = derive_thd_layout(f);
-    if (!layout) {
-        return layout.error();
-    }
-    t.layout = *layout;
-    t.query_string_offset = lea_accessor_offset(f, "thd_query_string");
+// MariaDB's stage sites: every inlined THD::enter_stage, then the entries
+// of THD::enter_cond and THD::exit_cond.
+std::optional<Error> add_mariadb_stage_sites(const elf::ElfFile &f, ServerTarget &t) {
     auto scan = find_stage_sites(f, t.layout);
     if (!scan) {
         return scan.error();
@@ -216,6 +180,125 @@ Result<ServerTarget> resolve_server(pid_t pid) {
         ss.function = sym;
         ss.probe_cost = site->cost;
         t.stages.push_back(std::move(ss));
+    }
+    return std::nullopt;
+}
+
+// Where the running server keeps the name of its "starting" stage
+// (stage_starting.m_name, read from its memory: a relocated pointer), or 0.
+uint64_t starting_stage_name(const ServerTarget &t) {
+    auto sym = t.file ? t.file->find("stage_starting") : std::nullopt;
+    if (!sym) {
+        return 0;
+    }
+    bpf::Fd mem(::open(("/proc/" + std::to_string(t.pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC));
+    uint64_t name = 0;
+    const uint64_t at = sym->vaddr + static_cast<uint64_t>(t.load_bias) + kPsiStageName;
+    if (!mem.valid() ||
+        ::pread(mem.get(), &name, sizeof(name), static_cast<off_t>(at)) != sizeof(name)) {
+        return 0;
+    }
+    return name;
+}
+
+}  // namespace
+
+Result<ProfileSymbols> detect_profile(const elf::ElfFile &f, const std::string &who) {
+    ProfileSymbols p;
+    if (f.find(kDispatch)) {
+        p.dispatch = kDispatch;
+        if (!f.find(kParse)) {
+            return Error{ENOENT, std::string("this server has no ") + kParse +
+                                     " symbol: unsupported MariaDB version"};
+        }
+        p.statement = kParse;
+        return p;
+    }
+    if (f.find(kDispatch8)) {
+        p.profile = ServerProfile::mysql8;
+        p.dispatch = kDispatch8;
+        for (const char *sym : {kSqlCommand8, kParse8}) {
+            if (f.find(sym)) {
+                p.statement = sym;
+                break;
+            }
+        }
+        if (p.statement.empty()) {
+            return Error{ENOENT, who + " has MySQL 8's dispatch_command but neither " +
+                                     kSqlCommand8 + " nor " + kParse8};
+        }
+        if (f.find(kMysql8EnterStage)) {
+            p.enter_stage = kMysql8EnterStage;
+        }
+        return p;
+    }
+    for (const auto &s : f.symbols()) {
+        if (s.name.rfind("_Z16dispatch_command", 0) == 0) {
+            return Error{ENOTSUP, who + " has " + s.name +
+                                      ": a dispatch_command of neither MariaDB 10.x nor MySQL "
+                                      "8.0/8.4, not supported"};
+        }
+    }
+    return Error{ENOENT, who + " is not a MySQL/MariaDB server (no dispatch_command symbol)"};
+}
+
+Result<ServerTarget> resolve_server(pid_t pid) {
+    if (!proc::process_exists(pid)) {
+        return Error{ESRCH, "no such process: " + std::to_string(pid)};
+    }
+    ServerTarget t;
+    t.pid = pid;
+    t.exe = "/proc/" + std::to_string(pid) + "/exe";
+    auto file = elf::ElfFile::open(t.exe);
+    if (!file) {
+        return file.error();
+    }
+    const elf::ElfFile &f = **file;
+    auto prof = detect_profile(f, "pid " + std::to_string(pid));
+    if (!prof) {
+        return prof.error();
+    }
+    t.profile = prof->profile;
+    const bool mysql8 = t.profile == ServerProfile::mysql8;
+    auto dispatch = f.find(prof->dispatch);
+    auto parse = f.find(prof->statement);
+    if (!dispatch || !parse) {
+        return Error{ENOENT, "cannot read the symbols of " + t.exe};
+    }
+    auto ds = entry_site(f, *dispatch);
+    auto ps = entry_site(f, *parse);
+    if (!ds || !ps) {
+        return !ds ? ds.error() : ps.error();
+    }
+    t.dispatch_site = *ds;
+    t.parse_site = *ps;
+    auto layout = derive_thd_layout(f, mysql8);
+    if (!layout) {
+        return layout.error();
+    }
+    t.layout = *layout;
+    t.query_string_offset = lea_accessor_offset(f, "thd_query_string");
+    if (mysql8) {
+        // Every stage change is one call of THD::enter_stage: its entry is
+        // the only stage probe, never on a single-stepped instruction.
+        t.query_string_offset = t.layout.query_string;
+        t.static_stages = t.cond_sites = t.exit_cond_sites = t.stage_call_sites = 0;
+        if (auto es = prof->enter_stage.empty() ? std::nullopt : f.find(prof->enter_stage)) {
+            auto site = entry_site(f, *es);
+            if (site && site->cost != elf::ProbeCost::single_stepped &&
+                site->cost != elf::ProbeCost::undecodable) {
+                StageSite ss;
+                ss.probe_offset = site->offset;
+                ss.function = prof->enter_stage;
+                ss.probe_cost = site->cost;
+                t.stages.push_back(std::move(ss));
+            }
+        }
+    }
+    if (!mysql8) {
+        if (auto err = add_mariadb_stage_sites(f, t)) {
+            return *err;
+        }
     }
     for (const auto &[sym, op] : kTableIoMethods) {
         auto fs = f.find(sym);
@@ -307,6 +390,14 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->first_dynamic_site = static_cast<__u32>(target.static_stages);
     ro->cond_site = static_cast<__u32>(target.cond_sites);
     ro->exit_cond_site = static_cast<__u32>(target.exit_cond_sites);
+    if (target.stage_call_sites != SIZE_MAX) {
+        ro->stage_call_site = static_cast<__u32>(target.stage_call_sites);
+    }
+    if (target.profile == ServerProfile::mysql8) {
+        ro->off_query_string = target.query_string_offset;
+        ro->keep_entry_text = 1;
+        ro->starting_stage_name = starting_stage_name(target);
+    }
     for (size_t i = 0; i < target.stages.size(); i++) {
         if (target.stages[i].stage_symbol == "stage_starting" &&
             target.stages[i].function == kDispatch) {
@@ -349,6 +440,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     t->rings_ = std::move(rings).value();
 
     auto *progs = &t->skel_->progs;
+    const bool mysql8 = target.profile == ServerProfile::mysql8;
     auto uprobe = [&](bpf_program *prog, uint64_t offset, bool retprobe,
                       const std::string &what) -> Result<bpf::Link> {
         bpf_uprobe_opts uo{};
@@ -363,9 +455,11 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         return bpf::Link(l);
     };
     for (auto [prog, off, ret, what] : {
-             std::tuple{progs->server_dispatch_command, target.dispatch_site.offset, false,
-                        "dispatch_command"},
-             std::tuple{progs->server_mysql_parse, target.parse_site.offset, false, "mysql_parse"},
+             std::tuple{mysql8 ? progs->server_dispatch_command_m8 : progs->server_dispatch_command,
+                        target.dispatch_site.offset, false, "dispatch_command"},
+             std::tuple{mysql8 ? progs->server_sql_command_m8 : progs->server_mysql_parse,
+                        target.parse_site.offset, false,
+                        mysql8 ? "dispatch_sql_command" : "mysql_parse"},
              std::tuple{progs->server_command_end, target.end_offset, target.end_is_return,
                         "the end of dispatch_command"},
          }) {

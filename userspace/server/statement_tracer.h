@@ -4,6 +4,11 @@
 // end-of-command stage site, and on demand exact stage probes (every stage
 // site of the binary) or stage sampling (a CPU timer per CPU and the
 // scheduler's switch tracepoint). No performance_schema, no restart.
+// MySQL 8.0/8.4 get a symbol profile (ServerProfile::mysql8): entries of
+// dispatch_command and dispatch_sql_command, a return probe ending commands,
+// and the out-of-line THD::enter_stage as the one exact-stage probe. It has
+// only been run against a stand-in with the same symbols
+// (tests/testprogs/mysql8_abi_standin.cpp), never against Oracle's binaries.
 #pragma once
 
 #include <cstdint>
@@ -29,12 +34,30 @@ struct server;
 
 namespace mysqltrace::server {
 
+// Which server's entry points a binary has, told apart by how its
+// dispatch_command is declared.
+enum class ServerProfile {
+    mariadb,  // dispatch_command(enum_server_command, THD*, char*, uint, bool), mysql_parse
+    mysql8,   // dispatch_command(THD*, const COM_DATA*, enum_server_command): untested
+};
+
+struct ProfileSymbols {
+    ServerProfile profile = ServerProfile::mariadb;
+    std::string dispatch;     // dispatch_command, mangled
+    std::string statement;    // mysql_parse (MariaDB, MySQL < 8.0.22) or dispatch_sql_command
+    std::string enter_stage;  // MySQL 8: the out-of-line THD::enter_stage, "" when absent
+};
+
+// The profile of `file`; errors name `who` ("pid 42") and what is missing.
+Result<ProfileSymbols> detect_profile(const elf::ElfFile &file, const std::string &who);
+
 // What mysqltrace learnt about a server binary from its symbols and code.
 struct ServerTarget {
     pid_t pid = 0;
+    ServerProfile profile = ServerProfile::mariadb;
     std::string exe;               // /proc/PID/exe: reaches the binary across mount namespaces
     elf::ProbeSite dispatch_site;  // dispatch_command entry
-    elf::ProbeSite parse_site;     // mysql_parse entry
+    elf::ProbeSite parse_site;     // mysql_parse (MySQL 8: dispatch_sql_command) entry
     uint64_t end_offset = 0;       // the end-of-command stage site (file offset)
     bool end_is_return = false;    // no such site: a return probe on dispatch_command
     ThdLayout layout;
@@ -47,6 +70,9 @@ struct ServerTarget {
     // their argument. [cond_sites, exit_cond_sites): enter_cond's, then
     // exit_cond's up to the end.
     size_t cond_sites = 0, exit_cond_sites = 0;
+    // MySQL 8: from here on, entries of the out-of-line THD::enter_stage
+    // (SIZE_MAX: none).
+    size_t stage_call_sites = SIZE_MAX;
     int64_t query_string_offset = -1;
     // Entries of the exported handler::ha_* row methods (--table-io).
     struct TableIoSite {

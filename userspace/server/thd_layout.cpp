@@ -402,13 +402,47 @@ void set_table_share_fields(const elf::ElfFile &file, ThdLayout &l) {
     }
 }
 
+// The symbol of accessor `c_name`: itself, or with `cxx` and no such C
+// symbol, the first C++ function of that name taking a pointer
+// (thd_get_thread_id(THD const*) is _Z17thd_get_thread_idPK3THD).
+std::string accessor(const elf::ElfFile &file, std::string_view c_name, bool cxx) {
+    if (!cxx || file.find(c_name)) {
+        return std::string(c_name);
+    }
+    const std::string prefix = "_Z" + std::to_string(c_name.size()) + std::string(c_name) + "P";
+    for (const auto &s : file.symbols()) {
+        if (s.is_function && s.name.rfind(prefix, 0) == 0) {
+            return s.name;
+        }
+    }
+    return std::string(c_name);
+}
+
+// A LEX_CSTRING member returned by value (in rax:rdx), as by
+// thd_query_unsafe(THD*): its offset, or -1.
+int64_t returned_lex_cstring(const elf::ElfFile &file, std::string_view name) {
+    int64_t found = -1;
+    walk(file, name, [&](const cs_insn &insn, const RegisterState &regs) {
+        if (insn.id != X86_INS_RET) {
+            return false;
+        }
+        SymValue str = regs.get(X86_REG_RAX), len = regs.get(X86_REG_RDX);
+        if (str.is_load(0, 1) && len.is_load(0, 1) && len.loads[0] == str.loads[0] + 8) {
+            found = str.loads[0];
+        }
+        return true;
+    });
+    return found;
+}
+
 }  // namespace
 
-Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file) {
+Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
     ThdLayout l;
+    auto acc = [&](std::string_view c_name) { return accessor(file, c_name, mysql8); };
     // A single load from the THD argument: thread_id, query_id.
     auto field = [&](std::string_view fn) -> int64_t {
-        auto v = returned(file, fn);
+        auto v = returned(file, acc(fn));
         return v && v->is_load(0, 1) ? v->loads[0] : -1;
     };
     l.thread_id = field("thd_get_thread_id");
@@ -418,25 +452,25 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file) {
     }
     l.query_id = field("thd_query_id");
     // Two loads: thd->lex->sql_command, thd->m_stmt_da->m_sql_errno.
-    if (auto v = returned(file, "thd_sql_command"); v && v->is_load(0, 2)) {
+    if (auto v = returned(file, acc("thd_sql_command")); v && v->is_load(0, 2)) {
         l.lex = v->loads[0];
         l.lex_sql_command = v->loads[1];
     }
-    if (auto v = returned(file, "thd_get_error_number"); v && v->is_load(0, 2)) {
+    if (auto v = returned(file, acc("thd_get_error_number")); v && v->is_load(0, 2)) {
         l.stmt_da = v->loads[0];
         l.da_errno = v->loads[1];
     }
-    if (auto v = returned(file, "thd_current_db")) {
+    if (auto v = returned(file, acc("thd_current_db"))) {
         v->is_arg(0, &l.db);  // &thd->db
     }
     // thd->m_stmt_da->m_message: the address within the area.
-    if (auto v = returned(file, "thd_get_error_message");
+    if (auto v = returned(file, acc("thd_get_error_message"));
         v && v->base == 0 && v->depth == 1 && (l.stmt_da < 0 || v->loads[0] == l.stmt_da)) {
         l.stmt_da = v->loads[0];
         l.da_message = v->add;
     }
     // thd_current_status() compares m_status with DA_ERROR before anything else.
-    walk(file, "thd_current_status", [&](const cs_insn &insn, const RegisterState &regs) {
+    walk(file, acc("thd_current_status"), [&](const cs_insn &insn, const RegisterState &regs) {
         const cs_x86 &x = insn.detail->x86;
         if (insn.id != X86_INS_CMP || x.op_count != 2 || x.operands[0].type != X86_OP_MEM ||
             x.operands[1].type != X86_OP_IMM) {
@@ -460,16 +494,22 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file) {
     auto stage_field = [](int64_t member) {
         return [member](const SymValue &v) { return v.is_load(1, 1) && v.loads[0] == member; };
     };
-    l.proc_info = first_store(file, "set_thd_stage_info", stage_field(kPsiStageName));
-    l.stage_key = first_store(file, "set_thd_stage_info", stage_field(kPsiStageKey));
+    l.proc_info = first_store(file, acc("set_thd_stage_info"), stage_field(kPsiStageName));
+    l.stage_key = first_store(file, acc("set_thd_stage_info"), stage_field(kPsiStageKey));
+    if (mysql8 && l.proc_info < 0) {
+        // MySQL 8: set_thd_stage_info calls THD::enter_stage(new_stage, ...)
+        // out of line, which stores new_stage->m_key and ->m_name.
+        l.proc_info = first_store(file, kMysql8EnterStage, stage_field(kPsiStageName));
+        l.stage_key = first_store(file, kMysql8EnterStage, stage_field(kPsiStageKey));
+    }
     if (l.proc_info < 0) {
         // Older servers: set_thd_proc_info(thd, info, ...) assigns proc_info = info.
-        l.proc_info = first_store(file, "set_thd_proc_info", stores_arg1);
+        l.proc_info = first_store(file, acc("set_thd_proc_info"), stores_arg1);
     }
     // thd->security_ctx->user, ->host, ->ip: two loads each, through the
     // same Security_context pointer.
     auto account = [&](std::string_view fn, int64_t &member) {
-        if (auto v = returned(file, fn);
+        if (auto v = returned(file, acc(fn));
             v && v->is_load(0, 2) && (l.security_ctx < 0 || v->loads[0] == l.security_ctx)) {
             l.security_ctx = v->loads[0];
             member = v->loads[1];
@@ -479,6 +519,9 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file) {
     account("thd_client_host", l.sctx_host);
     account("thd_client_ip", l.sctx_ip);
     set_table_share_fields(file, l);
+    if (mysql8) {
+        l.query_string = returned_lex_cstring(file, acc("thd_query_unsafe"));
+    }
     return l;
 }
 

@@ -43,11 +43,21 @@ struct ThdLayout {  // -1 = not found
     int64_t handler_table_share = -1;
     int64_t share_db = -1;
     int64_t share_table_name = -1;
+    // MySQL 8: THD::m_query_string (LEX_CSTRING), from thd_query_unsafe().
+    int64_t query_string = -1;
 };
 
 // Errors only when thread_id cannot be found; any other field whose code
-// pattern does not match stays -1.
-Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file);
+// pattern does not match stays -1. `mysql8`: MySQL 8's symbol profile, whose
+// accessors (thd_get_thread_id, ...) may have C++ linkage: a missing C name
+// is looked up as `_Z<len><name>P...` too, and THD::enter_stage is out of
+// line (proc_info is read off it).
+Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8 = false);
+
+// MySQL 8's out-of-line THD::enter_stage(const PSI_stage_info*,
+// PSI_stage_info*, const char *func, const char *file, unsigned line).
+inline constexpr const char *kMysql8EnterStage =
+    "_ZN3THD11enter_stageEPK17PSI_stage_info_v1PS0_PKcS5_j";
 
 // PSI_stage_info_v1 {unsigned m_key; const char *m_name; int m_flags}: an
 // ABI of the performance schema interface, not of a build.

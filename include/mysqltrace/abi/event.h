@@ -7,7 +7,7 @@
 #include "mysqltrace/abi/types.h"
 
 // Bumped whenever a record layout below changes incompatibly.
-#define MT_ABI_VERSION 3
+#define MT_ABI_VERSION 4
 
 // The largest number of CPUs the per-CPU ring array can serve.
 #define MT_MAX_CPUS 256
@@ -93,9 +93,10 @@ struct mt_task_counters {
 // One exact stage transition: the thread passed stage site `site`.
 struct mt_stage_mark {
     __u64 ts_ns;
-    __u32 site;  // the probe's attach cookie: index into userspace's stage-site table
-    __u32 _pad0;
+    __u32 site;   // the probe's attach cookie: index into userspace's stage-site table
+    __u32 line;   // at an out-of-line THD::enter_stage call: its calling_line, else 0
     __u64 stage;  // at sites whose stage is only known at run time: THD::proc_info
+    __u64 file;   // at an out-of-line THD::enter_stage call: its calling_file (server address)
     struct mt_task_counters c;
 };
 

@@ -28,6 +28,7 @@ namespace {
 
 using mysqltrace::test::BackgroundCommand;
 using mysqltrace::test::GatedClient;
+using mysqltrace::test::read_json_lines;
 using mysqltrace::test::run_command;
 using mysqltrace::test::testprog;
 using nlohmann::json;
@@ -97,14 +98,7 @@ class CallsTrace : public ::testing::Test {
         return ss.str();
     }
 
-    std::vector<json> rows() const {
-        std::vector<json> evs;
-        std::istringstream in(output());
-        for (std::string line; std::getline(in, line);) {
-            evs.push_back(json::parse(line));
-        }
-        return evs;
-    }
+    std::vector<json> rows() const { return read_json_lines(out_path_); }
 
     // One thread's events as "call f @d", "return f @d" (+ " (reason)"),
     // "usdt p:n(arg) @d", "unwind ... @d", "catch @d", "lost @d".

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <grp.h>
 
 namespace mysqltrace::test {
@@ -128,6 +129,15 @@ CommandResult BackgroundCommand::wait() {
         pid_ = -1;
     }
     return result_;
+}
+
+std::vector<nlohmann::json> read_json_lines(const std::string &path) {
+    std::ifstream in(path);
+    std::vector<nlohmann::json> rows;
+    for (std::string line; std::getline(in, line);) {
+        rows.push_back(nlohmann::json::parse(line));
+    }
+    return rows;
 }
 
 }  // namespace mysqltrace::test

@@ -7,6 +7,8 @@
 #include <sys/types.h>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace mysqltrace::test {
 
 struct CommandResult {
@@ -18,6 +20,9 @@ struct CommandResult {
 // Runs argv[0] with argv, optionally as another uid (with no capabilities),
 // and waits for it.
 CommandResult run_command(const std::vector<std::string> &argv, uid_t as_uid = 0);
+
+// Every line of a JSON-lines file (a --format json trace), parsed.
+std::vector<nlohmann::json> read_json_lines(const std::string &path);
 
 // A command running in the background.
 class BackgroundCommand {

@@ -7,7 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -22,6 +22,7 @@ namespace {
 
 using mysqltrace::test::BackgroundCommand;
 using mysqltrace::test::GatedClient;
+using mysqltrace::test::read_json_lines;
 using mysqltrace::test::testprog;
 using nlohmann::json;
 
@@ -60,12 +61,10 @@ class ServerMysql8Standin : public ::testing::Test {
     void run(const std::string &line) { EXPECT_EQ(standin_->command(line), "done " + line); }
 
     std::vector<json> rows(const std::string &kind) {
-        std::ifstream in(out_path_);
         std::vector<json> evs;
-        for (std::string line; std::getline(in, line);) {
-            auto j = json::parse(line);
+        for (auto &j : read_json_lines(out_path_)) {
             if (j["kind"] == kind) {
-                evs.push_back(j);
+                evs.push_back(std::move(j));
             }
         }
         return evs;

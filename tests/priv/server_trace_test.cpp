@@ -27,6 +27,7 @@ namespace {
 
 using mysqltrace::test::BackgroundCommand;
 using mysqltrace::test::MariadbServer;
+using mysqltrace::test::read_json_lines;
 using mysqltrace::test::run_command;
 using nlohmann::json;
 
@@ -90,12 +91,10 @@ class ServerTrace : public ::testing::Test {
 
     // The JSON rows of the trace of `kind`, of one connection (0: all).
     std::vector<json> rows(const std::string &kind, unsigned long thread_id = 0) {
-        std::ifstream in(out_path_);
         std::vector<json> evs;
-        for (std::string line; std::getline(in, line);) {
-            auto j = json::parse(line);
+        for (auto &j : read_json_lines(out_path_)) {
             if (j["kind"] == kind && (thread_id == 0 || j["THREAD_ID"] == thread_id)) {
-                evs.push_back(j);
+                evs.push_back(std::move(j));
             }
         }
         return evs;
@@ -704,13 +703,7 @@ TEST_F(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find(" 0 records dropped;"), std::string::npos) << r.err;
 
-    std::vector<json> all;
-    {
-        std::ifstream in(out_path_);
-        for (std::string line; std::getline(in, line);) {
-            all.push_back(json::parse(line));
-        }
-    }
+    const std::vector<json> all = read_json_lines(out_path_);
     json st;
     for (const auto &w : waits_of(all, "select b from mt_db.t where a = 1", &st)) {
         EXPECT_NE(w["EVENT_NAME"].get<std::string>().rfind("wait/synch/", 0), 0u) << w.dump();
@@ -830,13 +823,7 @@ TEST_F(ServerTrace, TableIoRowsAsHandlerWaits) {
     EXPECT_NE(r.err.find(" 14 waits, 0 records dropped;"), std::string::npos) << r.err;
     mysql_close(m);
 
-    std::vector<json> all;
-    {
-        std::ifstream in(out_path_);
-        for (std::string line; std::getline(in, line);) {
-            all.push_back(json::parse(line));
-        }
-    }
+    const std::vector<json> all = read_json_lines(out_path_);
     size_t rows = 0;
     for (const auto &[sql, ops] : expected) {
         json st;

@@ -277,11 +277,13 @@ Result<ServerTarget> resolve_server(pid_t pid) {
         return layout.error();
     }
     t.layout = *layout;
-    t.query_string_offset = lea_accessor_offset(f, "thd_query_string");
+    // MySQL 8's thd_query_unsafe() returns THD::m_query_string; MariaDB's
+    // thd_query_string() its address.
+    t.query_string_offset =
+        mysql8 ? t.layout.query_string : lea_accessor_offset(f, "thd_query_string");
     if (mysql8) {
         // Every stage change is one call of THD::enter_stage: its entry is
         // the only stage probe, never on a single-stepped instruction.
-        t.query_string_offset = t.layout.query_string;
         t.static_stages = t.cond_sites = t.exit_cond_sites = t.stage_call_sites = 0;
         if (auto es = prof->enter_stage.empty() ? std::nullopt : f.find(prof->enter_stage)) {
             auto site = entry_site(f, *es);
@@ -294,11 +296,8 @@ Result<ServerTarget> resolve_server(pid_t pid) {
                 t.stages.push_back(std::move(ss));
             }
         }
-    }
-    if (!mysql8) {
-        if (auto err = add_mariadb_stage_sites(f, t)) {
-            return *err;
-        }
+    } else if (auto err = add_mariadb_stage_sites(f, t)) {
+        return *err;
     }
     for (const auto &[sym, op] : kTableIoMethods) {
         auto fs = f.find(sym);

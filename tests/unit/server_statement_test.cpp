@@ -289,6 +289,41 @@ TEST(ServerRender, JsonStatementWithNestedStages) {
     EXPECT_EQ(nlohmann::json::parse(out.substr(0, out.find('\n')))["EVENT_ID"], 4);
 }
 
+TEST(ServerRender, TextLinesUpStagesUnderTheirStatement) {
+    std::vector<mysqltrace::server::StageSite> sites(2);
+    sites[0].stage_name = "Opening tables";
+    sites[1].stage_name = "Sending data";
+    auto ev = base_event();
+    ev.rows_sent = 3;
+    ev.text_len = 12;
+    ev.da_status = 5;
+    ev.error = 1054;
+    std::memcpy(ev.sqlstate, "42S22", 6);
+    ev.end.cpu_ns = 3'500'000;
+    std::vector<mt_stage_mark> marks(3);
+    marks[0].ts_ns = 1'000'000;
+    marks[1].ts_ns = 1'000'850;
+    marks[1].site = 7;  // not in the table
+    marks[1].c.cpu_ns = 850;
+    marks[2].ts_ns = 1'020'000;
+    marks[2].site = 1;
+    marks[2].c.cpu_ns = 20'000;
+    auto rec = record(ev, marks, "Unknown column\tx", "", "select 'a\nb'");
+    Statement st;
+    ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+    mysqltrace::output::ServerRenderer r(mysqltrace::output::ServerFormat::text, 99, sites,
+                                         [](uint64_t) { return std::string("x"); });
+    std::string out = r.statement(st);
+    ASSERT_GT(out.size(), 16u);
+    EXPECT_EQ(out[15], ' ');  // after the wall-clock time, which depends on the host
+    EXPECT_EQ(out.substr(16),
+              "       12  4000.0 us statement/sql/select               3 select 'a\\nb'\n"
+              "    ERROR 1054 (42S22): Unknown column\\tx\n"
+              "    stage/sql/Opening tables                    0.85 us  cpu 0.85 us\n"
+              "    stage/sql/(stage site 7)                    19.2 us  cpu 19.2 us\n"
+              "    stage/sql/Sending data                    3980.0 us  cpu 3480.0 us\n");
+}
+
 TEST(ServerRender, SampledSharesPerStatementClass) {
     std::vector<mysqltrace::server::StageSite> sites;
     auto ev = base_event();

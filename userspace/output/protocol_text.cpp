@@ -13,16 +13,6 @@ using protocol::ProtocolEvent;
 
 namespace {
 
-void append_uint(std::string &out, uint64_t v) {
-    char buf[20];
-    char *p = buf + sizeof(buf);
-    do {
-        *--p = static_cast<char>('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    out.append(p, static_cast<size_t>(buf + sizeof(buf) - p));
-}
-
 void append_prefix(std::string &out, uint64_t conn, uint64_t ts_ns, uint32_t pid, uint32_t tid,
                    const ProtocolTextOptions &options) {
     if (options.timestamps) {
@@ -64,6 +54,8 @@ bool plain(unsigned char c) {
     return c >= 0x20 && c != 0x7F;
 }
 
+}  // namespace
+
 void append_escaped(std::string &out, std::string_view s) {
     size_t i = 0;
     while (i < s.size()) {
@@ -96,6 +88,8 @@ void append_escaped(std::string &out, std::string_view s) {
         i = j + 1;
     }
 }
+
+namespace {
 
 void append_cut(std::string &out, std::string_view s, size_t max,
                 std::optional<uint64_t> true_len = {}) {

@@ -51,8 +51,9 @@ std::string render_api_call_text(const protocol::ApiCall &call,
                                  const ProtocolTextOptions &options = {});
 // 16 bytes a line: offset-free hex in two groups of 8, then printable ASCII.
 std::string hex_dump(std::span<const uint8_t> bytes, const std::string &indent);
-// Printable ASCII kept; \n, \t, \r, \\ and other bytes < 0x20 or 0x7F escaped.
+// Printable ASCII kept; \n, \t, \r and other bytes < 0x20 or 0x7F escaped.
 std::string escape_text(std::string_view s);
+void append_escaped(std::string &out, std::string_view s);
 // escape_text(s), cut to max bytes (never inside a UTF-8 sequence) and
 // followed by "... (N bytes)" when s is longer or is only the start of a
 // value of true_len bytes.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mysql/commands.h"
+#include "output/protocol_text.h"
 #include "output/units.h"
 #include "server/statement_tracer.h"
 
@@ -15,24 +16,20 @@ namespace mysqltrace::output {
 
 namespace {
 
-// Statement text on one line: control characters shown as escapes.
-std::string one_line(const std::string &s) {
-    std::string out;
-    out.reserve(s.size());
-    for (unsigned char c : s) {
-        if (c == '\n') {
-            out += "\\n";
-        } else if (c == '\t') {
-            out += "\\t";
-        } else if (c < 0x20 || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
+// Appends s, then spaces up to `width` bytes.
+void append_left(std::string &out, std::string_view s, size_t width) {
+    out.append(s);
+    if (s.size() < width) {
+        out.append(width - s.size(), ' ');
     }
-    return out;
+}
+
+// Pads what was appended since `from` with spaces in front, to `width` bytes.
+void align_right(std::string &out, size_t from, size_t width) {
+    const size_t n = out.size() - from;
+    if (n < width) {
+        out.insert(from, width - n, ' ');
+    }
 }
 
 // Commands whose argument is text worth showing as SQL_TEXT.
@@ -94,14 +91,22 @@ std::string ServerRenderer::header() const {
     return buf;
 }
 
-std::vector<ServerRenderer::StageRow> ServerRenderer::stage_rows(
-    const server::Statement &st) const {
-    std::vector<StageRow> rows;
+const std::string &ServerRenderer::name_of(uint64_t addr) {
+    auto it = names_.find(addr);
+    if (it == names_.end()) {
+        it = names_.emplace(addr, name_at_(addr)).first;
+    }
+    return it->second;
+}
+
+const std::vector<ServerRenderer::StageRow> &ServerRenderer::stage_rows(
+    const server::Statement &st) {
+    auto &rows = rows_;
+    rows.clear();
     // MySQL 8 enters "starting" inside dispatch_command, after its probe:
     // that mark's row then begins with the statement.
     const bool starts_itself = !st.stages.empty() && st.stages[0].file != 0 &&
-                               st.stages[0].stage != 0 &&
-                               name_at_(st.stages[0].stage) == "starting";
+                               st.stages[0].stage != 0 && name_of(st.stages[0].stage) == "starting";
     if ((st.flags & MT_STMT_EXACT) && !st.stages.empty() && st.stages[0].ts_ns > st.start_ns &&
         !starts_itself) {
         // The server entered "starting" before dispatch_command, where the
@@ -111,15 +116,15 @@ std::vector<ServerRenderer::StageRow> ServerRenderer::stage_rows(
         r.start_ns = st.start_ns;
         r.end_ns = st.stages[0].ts_ns;
         r.used = st.begin.until(st.stages[0].counters);
-        rows.push_back(std::move(r));
+        rows.push_back(r);
     }
     for (size_t i = 0; i < st.stages.size(); i++) {
         const auto &m = st.stages[i];
         StageRow r;
         if (m.stage != 0) {
-            r.name = name_at_(m.stage);  // a site that enters a stage known only at run time
+            r.name = name_of(m.stage);  // a site that enters a stage known only at run time
             if (m.file != 0) {
-                r.file = name_at_(m.file);  // THD::enter_stage's calling_file
+                r.file = name_of(m.file);  // THD::enter_stage's calling_file
                 r.line = m.line;
             }
         } else if (m.site < sites_.size()) {
@@ -129,7 +134,11 @@ std::vector<ServerRenderer::StageRow> ServerRenderer::stage_rows(
             r.file = site.source_file;
             r.line = site.source_line;
         } else {
-            r.name = "(stage site " + std::to_string(m.site) + ")";
+            auto &name = unknown_sites_[m.site];
+            if (name.empty()) {
+                name = "(stage site " + std::to_string(m.site) + ")";
+            }
+            r.name = name;
         }
         r.start_ns = m.ts_ns;
         const bool last = i + 1 == st.stages.size();
@@ -148,14 +157,14 @@ std::vector<ServerRenderer::StageRow> ServerRenderer::stage_rows(
                 st.stages[i - 1].counters.until(last ? st.end : st.stages[i + 1].counters);
             continue;
         }
-        rows.push_back(std::move(r));
+        rows.push_back(r);
     }
     return rows;
 }
 
-std::string ServerRenderer::statement(const server::Statement &st,
-                                      const std::vector<NamedWait> &waits) {
-    const auto rows = stage_rows(st);
+const std::string &ServerRenderer::statement(const server::Statement &st,
+                                             const std::vector<NamedWait> &waits) {
+    const auto &rows = stage_rows(st);
     uint64_t &next = next_event_id_[st.thread_id];
     if (next == 0) {
         next = 1;
@@ -176,31 +185,32 @@ std::string ServerRenderer::statement(const server::Statement &st,
         c.period_us = st.sample_period_us;
         c.samples_lost += st.samples_lost;
         for (const auto &s : st.samples) {
-            auto &t = c.stages[name_at_(s.stage)];
+            auto &t = c.stages[name_of(s.stage)];
             t.on_cpu += s.on_cpu;
             t.off_cpu_ns += s.off_cpu_ns;
             t.switches += s.switches;
         }
     }
     last_.clear();
+    out_.clear();
     switch (format_) {
         case ServerFormat::text:
-            return text_rows(st, rows, waits);
-        case ServerFormat::json: {
+            text_rows(out_, st, rows, waits);
+            break;
+        case ServerFormat::json:
             json_rows(st, rows, waits, event_id);
-            std::string out;
             for (const auto &j : last_) {
-                out += dump(j);
+                out_ += dump(j);
             }
-            return out;
-        }
+            break;
         case ServerFormat::pfs_sql:
             json_rows(st, rows, waits, event_id);
-            return "";
+            break;
         case ServerFormat::profile:
-            return profile_rows(st, rows);
+            out_ = profile_rows(st, rows);
+            break;
     }
-    return "";
+    return out_;
 }
 
 void ServerRenderer::count_wait(const NamedWait &w) {
@@ -264,40 +274,73 @@ nlohmann::ordered_json ServerRenderer::wait_json(const NamedWait &w, uint64_t ev
     return j;
 }
 
-std::string ServerRenderer::text_rows(const server::Statement &st,
-                                      const std::vector<StageRow> &rows,
-                                      const std::vector<NamedWait> &waits) {
-    const uint64_t rows_n = st.rows_sent ? st.rows_sent : st.rows_affected;
-    char head[192];
-    std::snprintf(head, sizeof(head), "%-15s %9llu %10s %-26s %9llu ",
-                  clock_.wall(st.start_ns).c_str(), static_cast<unsigned long long>(st.thread_id),
-                  human_duration(st.end_ns - st.start_ns).c_str(),
-                  server::statement_event_name(st).c_str(),
-                  static_cast<unsigned long long>(rows_n));
-    std::string line = head;
+void ServerRenderer::text_rows(std::string &line, const server::Statement &st,
+                               const std::vector<StageRow> &rows,
+                               const std::vector<NamedWait> &waits) {
+    // "%-15s %9llu %10s %-26s %9llu SQL_TEXT", then a line per stage
+    // "    %-40s %10s  cpu %s": written piece by piece, as a busy server
+    // brings tens of thousands of statements a second.
+    size_t from = line.size();
+    clock_.append_wall(st.start_ns, line);
+    if (line.size() - from < 15) {
+        line.append(15 - (line.size() - from), ' ');
+    }
+    line += ' ';
+    from = line.size();
+    append_uint(line, st.thread_id);
+    align_right(line, from, 9);
+    line += ' ';
+    from = line.size();
+    append_human_duration(line, st.end_ns - st.start_ns);
+    align_right(line, from, 10);
+    line += ' ';
+    append_left(line, server::statement_event_name(st), 26);
+    line += ' ';
+    from = line.size();
+    append_uint(line, st.rows_sent ? st.rows_sent : st.rows_affected);
+    align_right(line, from, 9);
+    line += ' ';
     if (has_text(st)) {
-        line += one_line(st.text);
+        append_escaped(line, st.text);
         if (st.truncated()) {
-            line += "... (" + std::to_string(st.text_len) + " bytes)";
+            line += "... (";
+            append_uint(line, st.text_len);
+            line += " bytes)";
         }
     }
     while (!line.empty() && line.back() == ' ') {
         line.pop_back();
     }
-    line += "\n";
+    line += '\n';
     if (st.failed()) {
-        line += "    ERROR " + std::to_string(st.error) + " (" + st.sqlstate +
-                "): " + one_line(st.message) + "\n";
+        line += "    ERROR ";
+        append_uint(line, st.error);
+        line += " (";
+        line += st.sqlstate;
+        line += "): ";
+        append_escaped(line, st.message);
+        line += '\n';
     }
     for (const auto &r : rows) {
-        char buf[256];
-        std::snprintf(
-            buf, sizeof(buf), "    %-40s %10s  cpu %s\n", server::stage_event_name(r.name).c_str(),
-            human_duration(r.end_ns - r.start_ns).c_str(), human_duration(r.used.cpu_ns).c_str());
-        line += buf;
+        line += "    ";
+        from = line.size();
+        line += "stage/sql/";
+        line += r.name;
+        if (line.size() - from < 40) {
+            line.append(40 - (line.size() - from), ' ');
+        }
+        line += ' ';
+        from = line.size();
+        append_human_duration(line, r.end_ns - r.start_ns);
+        align_right(line, from, 10);
+        line += "  cpu ";
+        append_human_duration(line, r.used.cpu_ns);
+        line += '\n';
     }
     if (st.stages_lost) {
-        line += "    (" + std::to_string(st.stages_lost) + " more stages not kept)\n";
+        line += "    (";
+        append_uint(line, st.stages_lost);
+        line += " more stages not kept)\n";
     }
     for (const auto &w : waits) {
         std::string object = w.name.object_schema.empty()
@@ -309,7 +352,6 @@ std::string ServerRenderer::text_rows(const server::Statement &st,
                       w.name.operation.c_str(), object.empty() ? "" : " ", object.c_str());
         line += buf;
     }
-    return line;
 }
 
 void ServerRenderer::json_rows(const server::Statement &st, const std::vector<StageRow> &rows,
@@ -354,7 +396,7 @@ void ServerRenderer::json_rows(const server::Statement &st, const std::vector<St
     if (!st.samples.empty()) {
         auto &s = j["stage_samples"] = nlohmann::ordered_json::array();
         for (const auto &smp : st.samples) {
-            s.push_back({{"stage", name_at_(smp.stage)},
+            s.push_back({{"stage", name_of(smp.stage)},
                          {"on_cpu_samples", smp.on_cpu},
                          {"off_cpu_ns", smp.off_cpu_ns},
                          {"switches", smp.switches}});
@@ -400,9 +442,10 @@ void ServerRenderer::json_rows(const server::Statement &st, const std::vector<St
         s["EVENT_ID"] = id;
         s["END_EVENT_ID"] = id;
         s["EVENT_NAME"] = server::stage_event_name(r.name);
-        s["SOURCE"] = r.file.empty()
-                          ? nlohmann::ordered_json()
-                          : nlohmann::ordered_json(r.file + ":" + std::to_string(r.line));
+        s["SOURCE"] =
+            r.file.empty()
+                ? nlohmann::ordered_json()
+                : nlohmann::ordered_json(std::string(r.file) + ":" + std::to_string(r.line));
         s["TIMER_START"] = r.start_ns * 1000;
         s["TIMER_END"] = r.end_ns * 1000;
         s["TIMER_WAIT"] = (r.end_ns - r.start_ns) * 1000;
@@ -422,7 +465,7 @@ std::string ServerRenderer::profile_rows(const server::Statement &st,
                       server::statement_event_name(st) + ", " + seconds(st.end_ns - st.start_ns) +
                       " s";
     if (has_text(st)) {
-        out += ": " + one_line(st.text.substr(0, 200));
+        out += ": " + escape_text(st.text.substr(0, 200));
     }
     out += "\n";
     char buf[512];
@@ -433,12 +476,13 @@ std::string ServerRenderer::profile_rows(const server::Statement &st,
     for (const auto &r : rows) {
         std::string source;
         if (!r.file.empty()) {
-            source = r.file + ":" + std::to_string(r.line);
+            source = std::string(r.file) + ":" + std::to_string(r.line);
         }
         std::snprintf(buf, sizeof(buf),
-                      "%-32s %-9s %-9s %-10s %-7llu %-7llu %-6llu %-6llu %-5llu %-5llu %s\n",
-                      r.name.c_str(), seconds(r.end_ns - r.start_ns).c_str(),
-                      seconds(r.used.user_ns()).c_str(), seconds(r.used.system_ns()).c_str(),
+                      "%-32.*s %-9s %-9s %-10s %-7llu %-7llu %-6llu %-6llu %-5llu %-5llu %s\n",
+                      static_cast<int>(r.name.size()), r.name.data(),
+                      seconds(r.end_ns - r.start_ns).c_str(), seconds(r.used.user_ns()).c_str(),
+                      seconds(r.used.system_ns()).c_str(),
                       static_cast<unsigned long long>(r.used.nvcsw),
                       static_cast<unsigned long long>(r.used.nivcsw),
                       static_cast<unsigned long long>(r.used.read_bytes / 512),
@@ -543,7 +587,7 @@ std::string ServerRenderer::summary() {
         char buf[256];
         std::snprintf(buf, sizeof(buf), "# %s x%llu, %s s total: %s\n", c->event_name.c_str(),
                       static_cast<unsigned long long>(c->count), seconds(c->wait_ns).c_str(),
-                      one_line(digest.substr(0, 160)).c_str());
+                      escape_text(digest.substr(0, 160)).c_str());
         out += buf;
         for (const auto &[name, ns] : shares) {
             const auto &t = c->stages.at(name);

@@ -7,6 +7,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "output/clock.h"
@@ -35,8 +37,10 @@ class ServerRenderer {
 
     std::string header() const;
     // The rows of one statement, its stages and the waits that began in it;
-    // also feeds the summaries.
-    std::string statement(const server::Statement &st, const std::vector<NamedWait> &waits = {});
+    // also feeds the summaries. The text stays valid until the next call:
+    // one buffer serves a whole trace.
+    const std::string &statement(const server::Statement &st,
+                                 const std::vector<NamedWait> &waits = {});
     // A wait outside any statement (idle time, I/O between commands).
     std::string wait(const NamedWait &w);
     // The performance_schema events behind the last statement() or wait()
@@ -61,15 +65,18 @@ class ServerRenderer {
         uint64_t samples_lost = 0;
         std::map<std::string, StageTotals> stages;
     };
+    // Names point into the site table or into names_.
     struct StageRow {
-        std::string name, function, file;
+        std::string_view name, function, file;
         uint32_t line = 0;
         uint64_t start_ns = 0, end_ns = 0;
         server::TaskCounters used;
     };
-    std::vector<StageRow> stage_rows(const server::Statement &st) const;
-    std::string text_rows(const server::Statement &st, const std::vector<StageRow> &rows,
-                          const std::vector<NamedWait> &waits);
+    const std::vector<StageRow> &stage_rows(const server::Statement &st);
+    // name_at_(addr), asked once per address.
+    const std::string &name_of(uint64_t addr);
+    void text_rows(std::string &out, const server::Statement &st, const std::vector<StageRow> &rows,
+                   const std::vector<NamedWait> &waits);
     void json_rows(const server::Statement &st, const std::vector<StageRow> &rows,
                    const std::vector<NamedWait> &waits, uint64_t event_id);
     nlohmann::ordered_json wait_json(const NamedWait &w, uint64_t event_id,
@@ -90,6 +97,10 @@ class ServerRenderer {
     };
     std::map<std::string, WaitTotals> wait_totals_;  // by EVENT_NAME
     std::vector<nlohmann::ordered_json> last_;
+    std::unordered_map<uint64_t, std::string> names_;  // by server address
+    std::map<uint32_t, std::string> unknown_sites_;
+    std::vector<StageRow> rows_;  // of the current statement
+    std::string out_;             // what statement() returns
 };
 
 }  // namespace mysqltrace::output

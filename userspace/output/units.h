@@ -16,5 +16,9 @@ void append_fixed(std::string &out, uint64_t ns, uint64_t unit, int decimals);
 
 // "0.85 us", "12.3 us", "45.60 ms", "12.345 s".
 std::string human_duration(uint64_t ns);
+void append_human_duration(std::string &out, uint64_t ns);
+
+// Decimal digits of v.
+void append_uint(std::string &out, uint64_t v);
 
 }  // namespace mysqltrace::output

@@ -348,8 +348,8 @@ Result<ServerTarget> resolve_server(pid_t pid) {
     return t;
 }
 
-std::string stage_event_name(const std::string &name) {
-    return "stage/sql/" + name;
+std::string stage_event_name(std::string_view name) {
+    return "stage/sql/" + std::string(name);
 }
 
 Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
@@ -418,13 +418,12 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     StatementTracer *self = t.get();
     auto rings =
         bpf::RingSet::create(t->skel_->obj, opts.ring, [self](std::span<const uint8_t> rec) {
-            Statement st;
             Wait w;
             Account account;
             if (decode_account(rec, &account)) {
                 self->accounts_.add(std::move(account));
-            } else if (decode_statement(rec, &st)) {
-                self->sink_(st);
+            } else if (decode_statement(rec, &self->decoded_)) {
+                self->sink_(self->decoded_);
             } else if (decode_wait(rec, &w) || decode_table_io(rec, &w)) {
                 if (self->wait_sink_) {
                     self->wait_sink_(w);

@@ -141,11 +141,12 @@ class StatementTracer {
     std::function<void(const Statement &)> sink_;
     std::function<void(const Wait &)> wait_sink_;
     uint64_t undecodable_ = 0;
+    Statement decoded_;  // reused: its strings and stage list keep their memory
     Accounts accounts_;
     std::map<uint64_t, std::string> names_;
 };
 
 // The display name of a stage as SHOW PROFILE prints it ("Opening tables").
-std::string stage_event_name(const std::string &name);
+std::string stage_event_name(std::string_view name);
 
 }  // namespace mysqltrace::server

@@ -87,7 +87,9 @@ static __always_inline void mt_scratch_release(__u32 slot)
         __sync_lock_test_and_set(busy, 0);
 }
 
-static __always_inline void mt_fill_header(struct mt_event_header *hdr, __u32 type, __u32 size)
+// `ts_ns`: the event's time, a bpf_ktime_get_ns() the caller already read.
+static __always_inline void mt_fill_header_at(struct mt_event_header *hdr, __u32 type, __u32 size,
+                                              __u64 ts_ns)
 {
     __u64 pid_tgid = bpf_get_current_pid_tgid();
 
@@ -95,9 +97,14 @@ static __always_inline void mt_fill_header(struct mt_event_header *hdr, __u32 ty
     hdr->size = size;
     hdr->cpu = bpf_get_smp_processor_id();
     hdr->_pad0 = 0;
-    hdr->ts_ns = bpf_ktime_get_ns();
+    hdr->ts_ns = ts_ns;
     hdr->pid = pid_tgid >> 32;
     hdr->tid = (__u32)pid_tgid;
+}
+
+static __always_inline void mt_fill_header(struct mt_event_header *hdr, __u32 type, __u32 size)
+{
+    mt_fill_header_at(hdr, type, size, bpf_ktime_get_ns());
 }
 
 // Wakes the reader each time the unread bytes of the ring pass a multiple of

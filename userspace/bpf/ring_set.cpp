@@ -33,6 +33,10 @@ uint64_t ring_size(uint64_t want) {
 
 }  // namespace
 
+uint64_t wakeup_bytes(const RingOptions &opts) {
+    return ring_size(opts.bytes_per_cpu) / 8;
+}
+
 Result<void> size_scratch_slots(bpf_object *obj) {
     int ncpus = libbpf_num_possible_cpus();
     if (ncpus <= 0) {

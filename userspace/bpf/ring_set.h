@@ -94,6 +94,14 @@ class RingSet {
 // `mt_scratch_busy`) for the possible CPUs. Call between open and load.
 Result<void> size_scratch_slots(bpf_object *obj);
 
+// The unread bytes of a ring at which its producers wake the reader (the
+// objects' mt_wakeup_bytes, set between open and load): an eighth of the
+// ring. A wakeup is an interrupt on the producer's CPU and a switch to the
+// reader (~10 us on the project's VM); at 64 KiB, three-KiB statement
+// records with exact stages woke it every twenty statements. An eighth
+// leaves the reader seven eighths of the ring to wake up in.
+uint64_t wakeup_bytes(const RingOptions &opts);
+
 // CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
 uint64_t monotonic_ns();
 

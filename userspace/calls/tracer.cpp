@@ -93,6 +93,7 @@ Result<std::unique_ptr<CallTracer>> CallTracer::attach(
         ro->target_tgid = static_cast<__u32>(opts.pid);
         ro->target_tid = opts.tid;
         ro->record_calls = opts.traps_only ? 0 : 1;
+        ro->mt_wakeup_bytes = bpf::wakeup_bytes(opts.ring);
         auto *p = &t->skel_->progs;
         for (bpf_program *prog : {p->calls_entry, p->calls_return, p->calls_unwind,
                                   p->calls_unwind_stop, p->calls_catch, p->calls_catch_note}) {

@@ -27,6 +27,7 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
     }
     c->skel_->rodata->snaplen = std::min<uint32_t>(opts.snaplen, MT_MAX_SNAPLEN);
     c->skel_->rodata->follow_forks = opts.follow_forks ? 1 : 0;
+    c->skel_->rodata->mt_wakeup_bytes = bpf::wakeup_bytes(opts.ring);
     if (opts.pids.size() == 1 && !opts.follow_forks) {
         c->skel_->rodata->single_tgid = static_cast<__u32>(opts.pids[0]);
     }

@@ -366,6 +366,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     auto *ro = t->skel_->rodata;
     const ThdLayout &l = target.layout;
     ro->target_tgid = static_cast<__u32>(target.pid);
+    ro->mt_wakeup_bytes = bpf::wakeup_bytes(opts.ring);
     ro->off_thread_id = l.thread_id;
     ro->off_lex_sql_command = l.lex_sql_command;
     ro->off_da_errno = l.da_errno;

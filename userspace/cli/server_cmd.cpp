@@ -215,7 +215,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         shown++;
         failed += st.failed() ? 1 : 0;
         with_stages += st.stages.empty() ? 0 : 1;
-        per_name[server::statement_event_name(st)]++;
+        per_name[render.event_name(st)]++;
         o.write(render.statement(st, mine));
         if (trace_files) {
             trace_files->write_block(st.thread_id, account_of(st.thread_id).actor(),

@@ -99,6 +99,25 @@ const std::string &ServerRenderer::name_of(uint64_t addr) {
     return it->second;
 }
 
+ServerRenderer::TextClass &ServerRenderer::text_class(const server::Statement &st) {
+    key_.assign(reinterpret_cast<const char *>(&st.command), sizeof(st.command));
+    key_ += st.text;
+    auto it = text_classes_.find(key_);
+    if (it != text_classes_.end()) {
+        return it->second;
+    }
+    if (text_classes_.size() >= 4096) {
+        text_classes_.clear();  // texts with literals in them: seldom seen twice
+    }
+    TextClass c;
+    c.event_name = server::statement_event_name(st);
+    return text_classes_.emplace(key_, std::move(c)).first->second;
+}
+
+const std::string &ServerRenderer::event_name(const server::Statement &st) {
+    return text_class(st).event_name;
+}
+
 const std::vector<ServerRenderer::StageRow> &ServerRenderer::stage_rows(
     const server::Statement &st) {
     auto &rows = rows_;
@@ -176,9 +195,13 @@ const std::string &ServerRenderer::statement(const server::Statement &st,
     }
 
     if (!st.samples.empty() || st.sample_period_us != 0) {
-        auto &c = classes_[server::statement_event_name(st) + "\x1f" +
-                           (has_text(st) ? server::digest_text(st.text) : "")];
-        c.event_name = server::statement_event_name(st);
+        auto &tc = text_class(st);
+        if (tc.totals == nullptr) {
+            tc.totals = &classes_[tc.event_name + "\x1f" +
+                                  (has_text(st) ? server::digest_text(st.text) : "")];
+            tc.totals->event_name = tc.event_name;
+        }
+        auto &c = *tc.totals;
         c.count++;
         c.wait_ns += st.end_ns - st.start_ns;
         c.cpu_ns += st.begin.until(st.end).cpu_ns;
@@ -294,7 +317,7 @@ void ServerRenderer::text_rows(std::string &line, const server::Statement &st,
     append_human_duration(line, st.end_ns - st.start_ns);
     align_right(line, from, 10);
     line += ' ';
-    append_left(line, server::statement_event_name(st), 26);
+    append_left(line, event_name(st), 26);
     line += ' ';
     from = line.size();
     append_uint(line, st.rows_sent ? st.rows_sent : st.rows_affected);
@@ -364,7 +387,7 @@ void ServerRenderer::json_rows(const server::Statement &st, const std::vector<St
     j["THREAD_ID"] = st.thread_id;
     j["EVENT_ID"] = event_id;
     j["END_EVENT_ID"] = event_id + rows.size() + waits.size() + 1;
-    j["EVENT_NAME"] = server::statement_event_name(st);
+    j["EVENT_NAME"] = event_name(st);
     j["TIMER_START"] = st.start_ns * 1000;  // picoseconds, as performance_schema
     j["TIMER_END"] = st.end_ns * 1000;
     j["TIMER_WAIT"] = (st.end_ns - st.start_ns) * 1000;
@@ -461,9 +484,8 @@ std::string ServerRenderer::profile_rows(const server::Statement &st,
     if (rows.empty()) {
         return "";  // sampled mode: the shares come in the summary
     }
-    std::string out = "# THREAD_ID " + std::to_string(st.thread_id) + ", " +
-                      server::statement_event_name(st) + ", " + seconds(st.end_ns - st.start_ns) +
-                      " s";
+    std::string out = "# THREAD_ID " + std::to_string(st.thread_id) + ", " + event_name(st) + ", " +
+                      seconds(st.end_ns - st.start_ns) + " s";
     if (has_text(st)) {
         out += ": " + escape_text(st.text.substr(0, 200));
     }

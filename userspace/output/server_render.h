@@ -41,6 +41,10 @@ class ServerRenderer {
     // one buffer serves a whole trace.
     const std::string &statement(const server::Statement &st,
                                  const std::vector<NamedWait> &waits = {});
+    // performance_schema's EVENT_NAME of a statement
+    // (server::statement_event_name), remembered by command and text: a busy
+    // server runs the same texts over and over. Valid until the next call.
+    const std::string &event_name(const server::Statement &st);
     // A wait outside any statement (idle time, I/O between commands).
     std::string wait(const NamedWait &w);
     // The performance_schema events behind the last statement() or wait()
@@ -65,6 +69,12 @@ class ServerRenderer {
         uint64_t samples_lost = 0;
         std::map<std::string, StageTotals> stages;
     };
+    // What a statement's command and text decide.
+    struct TextClass {
+        std::string event_name;
+        ClassTotals *totals = nullptr;  // of sampled statements: their digest's
+    };
+    TextClass &text_class(const server::Statement &st);
     // Names point into the site table or into names_.
     struct StageRow {
         std::string_view name, function, file;
@@ -97,7 +107,9 @@ class ServerRenderer {
     };
     std::map<std::string, WaitTotals> wait_totals_;  // by EVENT_NAME
     std::vector<nlohmann::ordered_json> last_;
-    std::unordered_map<uint64_t, std::string> names_;  // by server address
+    std::unordered_map<uint64_t, std::string> names_;          // by server address
+    std::unordered_map<std::string, TextClass> text_classes_;  // by command and text
+    std::string key_;
     std::map<uint32_t, std::string> unknown_sites_;
     std::vector<StageRow> rows_;  // of the current statement
     std::string out_;             // what statement() returns

@@ -16,11 +16,11 @@ namespace mysqltrace::output {
 
 namespace {
 
-// Appends s, then spaces up to `width` bytes.
-void append_left(std::string &out, std::string_view s, size_t width) {
-    out.append(s);
-    if (s.size() < width) {
-        out.append(width - s.size(), ' ');
+// Pads what was appended since `from` with spaces after it, to `width` bytes.
+void align_left(std::string &out, size_t from, size_t width) {
+    const size_t n = out.size() - from;
+    if (n < width) {
+        out.append(width - n, ' ');
     }
 }
 
@@ -297,73 +297,71 @@ nlohmann::ordered_json ServerRenderer::wait_json(const NamedWait &w, uint64_t ev
     return j;
 }
 
-void ServerRenderer::text_rows(std::string &line, const server::Statement &st,
+void ServerRenderer::text_rows(std::string &out, const server::Statement &st,
                                const std::vector<StageRow> &rows,
                                const std::vector<NamedWait> &waits) {
     // "%-15s %9llu %10s %-26s %9llu SQL_TEXT", then a line per stage
     // "    %-40s %10s  cpu %s": written piece by piece, as a busy server
     // brings tens of thousands of statements a second.
-    size_t from = line.size();
-    clock_.append_wall(st.start_ns, line);
-    if (line.size() - from < 15) {
-        line.append(15 - (line.size() - from), ' ');
-    }
-    line += ' ';
-    from = line.size();
-    append_uint(line, st.thread_id);
-    align_right(line, from, 9);
-    line += ' ';
-    from = line.size();
-    append_human_duration(line, st.end_ns - st.start_ns);
-    align_right(line, from, 10);
-    line += ' ';
-    append_left(line, event_name(st), 26);
-    line += ' ';
-    from = line.size();
-    append_uint(line, st.rows_sent ? st.rows_sent : st.rows_affected);
-    align_right(line, from, 9);
-    line += ' ';
+    size_t from = out.size();
+    clock_.append_wall(st.start_ns, out);
+    align_left(out, from, 15);
+    out += ' ';
+    from = out.size();
+    append_uint(out, st.thread_id);
+    align_right(out, from, 9);
+    out += ' ';
+    from = out.size();
+    append_human_duration(out, st.end_ns - st.start_ns);
+    align_right(out, from, 10);
+    out += ' ';
+    from = out.size();
+    out += event_name(st);
+    align_left(out, from, 26);
+    out += ' ';
+    from = out.size();
+    append_uint(out, st.rows_sent ? st.rows_sent : st.rows_affected);
+    align_right(out, from, 9);
+    out += ' ';
     if (has_text(st)) {
-        append_escaped(line, st.text);
+        append_escaped(out, st.text);
         if (st.truncated()) {
-            line += "... (";
-            append_uint(line, st.text_len);
-            line += " bytes)";
+            out += "... (";
+            append_uint(out, st.text_len);
+            out += " bytes)";
         }
     }
-    while (!line.empty() && line.back() == ' ') {
-        line.pop_back();
+    while (!out.empty() && out.back() == ' ') {
+        out.pop_back();
     }
-    line += '\n';
+    out += '\n';
     if (st.failed()) {
-        line += "    ERROR ";
-        append_uint(line, st.error);
-        line += " (";
-        line += st.sqlstate;
-        line += "): ";
-        append_escaped(line, st.message);
-        line += '\n';
+        out += "    ERROR ";
+        append_uint(out, st.error);
+        out += " (";
+        out += st.sqlstate;
+        out += "): ";
+        append_escaped(out, st.message);
+        out += '\n';
     }
     for (const auto &r : rows) {
-        line += "    ";
-        from = line.size();
-        line += "stage/sql/";
-        line += r.name;
-        if (line.size() - from < 40) {
-            line.append(40 - (line.size() - from), ' ');
-        }
-        line += ' ';
-        from = line.size();
-        append_human_duration(line, r.end_ns - r.start_ns);
-        align_right(line, from, 10);
-        line += "  cpu ";
-        append_human_duration(line, r.used.cpu_ns);
-        line += '\n';
+        out += "    ";
+        from = out.size();
+        out += "stage/sql/";
+        out += r.name;
+        align_left(out, from, 40);
+        out += ' ';
+        from = out.size();
+        append_human_duration(out, r.end_ns - r.start_ns);
+        align_right(out, from, 10);
+        out += "  cpu ";
+        append_human_duration(out, r.used.cpu_ns);
+        out += '\n';
     }
     if (st.stages_lost) {
-        line += "    (";
-        append_uint(line, st.stages_lost);
-        line += " more stages not kept)\n";
+        out += "    (";
+        append_uint(out, st.stages_lost);
+        out += " more stages not kept)\n";
     }
     for (const auto &w : waits) {
         std::string object = w.name.object_schema.empty()
@@ -373,7 +371,7 @@ void ServerRenderer::text_rows(std::string &line, const server::Statement &st,
         std::snprintf(buf, sizeof(buf), "      ~ %-44s %10s %s%s%s\n", w.name.event_name.c_str(),
                       human_duration(w.wait.end_ns - w.wait.start_ns).c_str(),
                       w.name.operation.c_str(), object.empty() ? "" : " ", object.c_str());
-        line += buf;
+        out += buf;
     }
 }
 

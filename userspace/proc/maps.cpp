@@ -4,9 +4,11 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <fcntl.h>
 #include <fstream>
 #include <signal.h>
 #include <sstream>
+#include <unistd.h>
 
 namespace mysqltrace::proc {
 
@@ -57,6 +59,19 @@ Result<FileLocation> locate_address(pid_t pid, uint64_t addr) {
 
 bool process_exists(pid_t pid) {
     return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
+}
+
+ssize_t read_memory(pid_t pid, uint64_t addr, void *buf, size_t len) {
+    const std::string path = "/proc/" + std::to_string(pid) + "/mem";
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    ssize_t n = ::pread(fd, buf, len, static_cast<off_t>(addr));
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    return n;
 }
 
 }  // namespace mysqltrace::proc

@@ -32,4 +32,8 @@ Result<FileLocation> locate_address(pid_t pid, uint64_t addr);
 // True when the process exists (it may belong to another user).
 bool process_exists(pid_t pid);
 
+// Copies up to `len` bytes at `addr` of process `pid` into `buf` (through
+// /proc/PID/mem); returns how many were read, or -1 with errno set.
+ssize_t read_memory(pid_t pid, uint64_t addr, void *buf, size_t len);
+
 }  // namespace mysqltrace::proc

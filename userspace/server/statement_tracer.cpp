@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "server/statement_tracer.h"
 
-#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -191,11 +190,9 @@ uint64_t starting_stage_name(const ServerTarget &t) {
     if (!sym) {
         return 0;
     }
-    bpf::Fd mem(::open(("/proc/" + std::to_string(t.pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC));
     uint64_t name = 0;
     const uint64_t at = sym->vaddr + static_cast<uint64_t>(t.load_bias) + kPsiStageName;
-    if (!mem.valid() ||
-        ::pread(mem.get(), &name, sizeof(name), static_cast<off_t>(at)) != sizeof(name)) {
+    if (proc::read_memory(t.pid, at, &name, sizeof(name)) != sizeof(name)) {
         return 0;
     }
     return name;
@@ -577,13 +574,10 @@ std::string StatementTracer::stage_name_at(uint64_t addr) {
         return it->second;
     }
     std::string name;
-    bpf::Fd mem(::open(("/proc/" + std::to_string(pid_) + "/mem").c_str(), O_RDONLY | O_CLOEXEC));
     char buf[128];
-    if (mem.valid()) {
-        ssize_t n = ::pread(mem.get(), buf, sizeof(buf), static_cast<off_t>(addr));
-        if (n > 0) {
-            name.assign(buf, strnlen(buf, static_cast<size_t>(n)));
-        }
+    ssize_t n = proc::read_memory(pid_, addr, buf, sizeof(buf));
+    if (n > 0) {
+        name.assign(buf, strnlen(buf, static_cast<size_t>(n)));
     }
     if (name.empty()) {
         name = "(unreadable stage)";

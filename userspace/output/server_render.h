@@ -31,7 +31,7 @@ struct NamedWait {
 class ServerRenderer {
   public:
     // `sites`: the stage-site table exact marks index; `name_at`: the stage
-    // name at a server address (sampled stages).
+    // name at a server address (sampled stages), asked once per address.
     ServerRenderer(ServerFormat format, uint32_t pid, const std::vector<server::StageSite> &sites,
                    std::function<std::string(uint64_t)> name_at);
 

@@ -565,13 +565,9 @@ void StatementTracer::detach_stages() {
     stage_probes_ = 0;
 }
 
-std::string StatementTracer::stage_name_at(uint64_t addr) {
+std::string StatementTracer::stage_name_at(uint64_t addr) const {
     if (addr == 0) {
         return "";
-    }
-    auto it = names_.find(addr);
-    if (it != names_.end()) {
-        return it->second;
     }
     std::string name;
     char buf[128];
@@ -582,7 +578,6 @@ std::string StatementTracer::stage_name_at(uint64_t addr) {
     if (name.empty()) {
         name = "(unreadable stage)";
     }
-    names_.emplace(addr, name);
     return name;
 }
 

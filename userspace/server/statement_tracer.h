@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -124,8 +123,9 @@ class StatementTracer {
     void detach_stages();
 
     // The stage name at server address `addr` (a THD::proc_info value),
-    // read once from the server's memory.
-    std::string stage_name_at(uint64_t addr);
+    // read from the server's memory at each call: ServerRenderer asks once
+    // per address.
+    std::string stage_name_at(uint64_t addr) const;
 
   private:
     StatementTracer() = default;
@@ -143,7 +143,6 @@ class StatementTracer {
     uint64_t undecodable_ = 0;
     Statement decoded_;  // reused: its strings and stage list keep their memory
     Accounts accounts_;
-    std::map<uint64_t, std::string> names_;
 };
 
 // The display name of a stage as SHOW PROFILE prints it ("Opening tables").

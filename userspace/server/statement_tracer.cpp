@@ -144,6 +144,22 @@ void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t qu
     }
 }
 
+// Adds the entry of `sym` as a stage site, unless the kernel would have to
+// single-step its first instruction (never on a hot path) or cannot decode it.
+void add_entry_stage_site(const elf::ElfFile &f, const elf::Symbol &sym, const std::string &name,
+                          ServerTarget &t) {
+    auto site = entry_site(f, sym);
+    if (!site || site->cost == elf::ProbeCost::single_stepped ||
+        site->cost == elf::ProbeCost::undecodable) {
+        return;
+    }
+    StageSite ss;
+    ss.probe_offset = site->offset;
+    ss.function = name;
+    ss.probe_cost = site->cost;
+    t.stages.push_back(std::move(ss));
+}
+
 // MariaDB's stage sites: every inlined THD::enter_stage, then the entries
 // of THD::enter_cond and THD::exit_cond.
 std::optional<Error> add_mariadb_stage_sites(const elf::ElfFile &f, ServerTarget &t) {
@@ -165,20 +181,9 @@ std::optional<Error> add_mariadb_stage_sites(const elf::ElfFile &f, ServerTarget
             t.exit_cond_sites = t.stages.size();
             continue;
         }
-        auto fs = f.find(sym);
-        if (!fs) {
-            continue;
+        if (auto fs = f.find(sym)) {
+            add_entry_stage_site(f, *fs, sym, t);
         }
-        auto site = entry_site(f, *fs);
-        if (!site || site->cost == elf::ProbeCost::single_stepped ||
-            site->cost == elf::ProbeCost::undecodable) {
-            continue;  // never a single-stepped probe on a hot path
-        }
-        StageSite ss;
-        ss.probe_offset = site->offset;
-        ss.function = sym;
-        ss.probe_cost = site->cost;
-        t.stages.push_back(std::move(ss));
     }
     return std::nullopt;
 }
@@ -283,15 +288,7 @@ Result<ServerTarget> resolve_server(pid_t pid) {
         // the only stage probe, never on a single-stepped instruction.
         t.static_stages = t.cond_sites = t.exit_cond_sites = t.stage_call_sites = 0;
         if (auto es = prof->enter_stage.empty() ? std::nullopt : f.find(prof->enter_stage)) {
-            auto site = entry_site(f, *es);
-            if (site && site->cost != elf::ProbeCost::single_stepped &&
-                site->cost != elf::ProbeCost::undecodable) {
-                StageSite ss;
-                ss.probe_offset = site->offset;
-                ss.function = prof->enter_stage;
-                ss.probe_cost = site->cost;
-                t.stages.push_back(std::move(ss));
-            }
+            add_entry_stage_site(f, *es, prof->enter_stage, t);
         }
     } else if (auto err = add_mariadb_stage_sites(f, t)) {
         return *err;

@@ -494,8 +494,9 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
     auto stage_field = [](int64_t member) {
         return [member](const SymValue &v) { return v.is_load(1, 1) && v.loads[0] == member; };
     };
-    l.proc_info = first_store(file, acc("set_thd_stage_info"), stage_field(kPsiStageName));
-    l.stage_key = first_store(file, acc("set_thd_stage_info"), stage_field(kPsiStageKey));
+    const std::string set_stage = acc("set_thd_stage_info");
+    l.proc_info = first_store(file, set_stage, stage_field(kPsiStageName));
+    l.stage_key = first_store(file, set_stage, stage_field(kPsiStageKey));
     if (mysql8 && l.proc_info < 0) {
         // MySQL 8: set_thd_stage_info calls THD::enter_stage(new_stage, ...)
         // out of line, which stores new_stage->m_key and ->m_name.

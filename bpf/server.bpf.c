@@ -22,7 +22,6 @@ char LICENSE[] SEC("license") = "GPL";
 // Inputs: THD layout of the traced build (server/thd_layout.h), -1 = unknown.
 const volatile __u32 target_tgid = 0;
 const volatile __s64 off_thread_id = -1;
-const volatile __s64 off_lex_sql_command = -1;  // in LEX
 const volatile __s64 off_da_errno = -1;
 const volatile __s64 off_da_sqlstate = -1;
 const volatile __s64 off_da_message = -1;
@@ -37,7 +36,6 @@ const volatile __s32 at_thread_id = -1;
 const volatile __s32 at_query_id = -1;
 const volatile __s32 at_sent_rows = -1;
 const volatile __s32 at_examined_rows = -1;
-const volatile __s32 at_lex = -1;
 const volatile __s32 at_query_string = -1;  // LEX_CSTRING {str, length}
 const volatile __s32 at_db = -1;            // LEX_CSTRING
 const volatile __s32 at_stmt_da = -1;
@@ -47,6 +45,12 @@ const volatile __s64 da_win_off = 0;
 const volatile __u32 da_win_len = 0;
 const volatile __s32 at_da_status = -1;
 const volatile __s32 at_da_affected_rows = -1;
+// The THD's own Diagnostics_area (-1: unknown), where m_stmt_da points
+// unless a statement swapped in another: then both fields are picked out of
+// the THD's windows at these positions, and the DA's window is not read.
+const volatile __s64 off_main_da = -1;
+const volatile __s32 at_main_da_status = -1;
+const volatile __s32 at_main_da_affected_rows = -1;
 const volatile __s64 off_proc_info = -1;
 // THD::security_ctx, and in Security_context: user, host, ip (char *).
 const volatile __s64 off_security_ctx = -1;
@@ -137,7 +141,7 @@ struct thread_state {
     __u64 tio_handler;
     __u32 tio_op;
     __u32 tio_depth;
-    __u32 sc_kind;     // 0: none
+    __u32 sc_kind;  // 0: none
     __u32 sc_flags;
     __u32 active;
     __u32 parses;   // mysql_parse calls of the current command
@@ -213,12 +217,10 @@ static __always_inline __u32 gathered_u32(const __u8 *g, __s32 at) {
     return *(const __u32 *)(g + at);
 }
 
-// Copies the THD's windows, then its Diagnostics_area's, into g. A failed
-// copy leaves zeroes (the read helpers clear their destination on failure,
-// which a read of address 0 uses to clear a window with nothing to copy).
+// Copies the THD's windows into g. A failed copy leaves zeroes (the read
+// helpers clear their destination on failure, which a read of address 0 uses
+// to clear a window with nothing to copy).
 static __always_inline void gather(__u8 *g, void *thd) {
-    __u64 da;
-
     for (int i = 0; i < MT_THD_WINDOWS; i++) {
         __u32 len = thd_win_len[i];
 
@@ -229,14 +231,28 @@ static __always_inline void gather(__u8 *g, void *thd) {
         else
             bpf_probe_read_kernel(g + i * MT_THD_WINDOW_MAX, len, 0);
     }
+}
+
+// The status and affected rows of the statement's Diagnostics_area `da`.
+static __always_inline void da_outcome(__u8 *g, void *thd, void *da, __u32 *status,
+                                       __u64 *affected) {
+    *status = 0;
+    *affected = 0;
+    if (!da)
+        return;
+    if (off_main_da >= 0 && da == thd + off_main_da) {
+        *status = gathered_u32(g, at_main_da_status);
+        if (*status == DA_OK || *status == DA_OK_BULK)
+            *affected = gathered(g, at_main_da_affected_rows);
+        return;
+    }
     if (da_win_len == 0 || da_win_len > MT_DA_WINDOW_MAX)
         return;
-    da = gathered(g, at_stmt_da);
-    if (da)
-        bpf_probe_read_user(g + MT_THD_WINDOWS * MT_THD_WINDOW_MAX, da_win_len,
-                            (void *)(da + da_win_off));
-    else
-        bpf_probe_read_kernel(g + MT_THD_WINDOWS * MT_THD_WINDOW_MAX, da_win_len, 0);
+    if (bpf_probe_read_user(g + MT_THD_WINDOWS * MT_THD_WINDOW_MAX, da_win_len, da + da_win_off))
+        return;
+    *status = gathered_u32(g, at_da_status);
+    if (*status == DA_OK || *status == DA_OK_BULK)
+        *affected = gathered(g, at_da_affected_rows);
 }
 
 // Called by the thread itself, so it is on a CPU now; `now`: bpf_ktime_get_ns()
@@ -341,20 +357,11 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     ev->query_id = gathered(g, at_query_id);
     ev->rows_sent = gathered(g, at_sent_rows);
     ev->rows_examined = gathered(g, at_examined_rows);
-    ev->sql_command = ~0u;
-    if (at_lex >= 0 && off_lex_sql_command >= 0) {
-        void *lex = (void *)gathered(g, at_lex);
-        if (lex)
-            ev->sql_command = read_u32(lex, off_lex_sql_command);
-    }
     da = (void *)gathered(g, at_stmt_da);
-    ev->da_status = da ? gathered_u32(g, at_da_status) : 0;
+    da_outcome(g, thd, da, &ev->da_status, &ev->rows_affected);
     ev->error = 0;
-    ev->rows_affected = 0;
     __builtin_memset(ev->sqlstate, 0, sizeof(ev->sqlstate));
     ev->message_len = 0;
-    if (ev->da_status == DA_OK || ev->da_status == DA_OK_BULK)
-        ev->rows_affected = gathered(g, at_da_affected_rows);
     if (ev->da_status >= 5) {  // DA_ERROR (DA_DISABLED reads no message)
         ev->error = read_u32(da, off_da_errno);
         if (da && off_da_sqlstate >= 0)
@@ -511,9 +518,8 @@ static __always_inline void begin_command(void *thd, __u32 command, const char *
 // MariaDB: dispatch_command(enum_server_command, THD*, char *packet, uint len, bool).
 SEC("uprobe")
 int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *packet, __u32 len) {
-    int text = command == COM_QUERY || command == COM_STMT_PREPARE ||
-               command == COM_STMT_EXECUTE || command == COM_STMT_FETCH ||
-               command == COM_STMT_BULK_EXECUTE;
+    int text = command == COM_QUERY || command == COM_STMT_PREPARE || command == COM_STMT_EXECUTE ||
+               command == COM_STMT_FETCH || command == COM_STMT_BULK_EXECUTE;
 
     if (!traced())
         return 0;
@@ -534,8 +540,7 @@ int BPF_KPROBE(server_dispatch_command_m8, void *thd, const void *com_data, __u3
 
     if (!traced())
         return 0;
-    if (com_data && (command == COM_QUERY || command == COM_STMT_PREPARE ||
-                     command == COM_INIT_DB))
+    if (com_data && (command == COM_QUERY || command == COM_STMT_PREPARE || command == COM_INIT_DB))
         bpf_probe_read_user(&a, sizeof(a), com_data);
     if (command == COM_INIT_DB)
         begin_command(thd, command, 0, 0, (const char *)a.str, a.len);

@@ -43,7 +43,7 @@ TEST(ServerProfile, Mysql8LayoutFromCxxAccessors) {
     EXPECT_EQ(l->proc_info, 0x1d8);  // from the out-of-line THD::enter_stage
     EXPECT_EQ(l->stage_key, 0x1e0);
     EXPECT_EQ(l->stmt_da, -1);  // no accessor for it: unknown, not guessed
-    EXPECT_EQ(l->lex, -1);
+    EXPECT_EQ(l->main_da, -1);
     EXPECT_EQ(l->db, -1);
     auto c_only = derive_thd_layout(**f);
     ASSERT_FALSE(c_only.ok());

@@ -104,7 +104,6 @@ bool decode_statement(std::span<const uint8_t> record, Statement *out) {
     s.query_id = ev.query_id;
     s.text_addr = ev.text_addr;
     s.command = ev.command;
-    s.sql_command = ev.sql_command;
     s.seq = ev.seq;
     s.flags = ev.flags;
     s.error = ev.error;

@@ -52,7 +52,6 @@ struct Statement {
     uint64_t query_id = 0;
     uint64_t text_addr = 0;
     uint32_t command = 0;
-    uint32_t sql_command = ~0u;
     uint32_t seq = 0;
     uint32_t flags = 0;  // enum mt_statement_flags
     uint32_t error = 0;

@@ -110,16 +110,22 @@ Result<int64_t> load_bias(pid_t pid, const elf::ElfFile &file, const elf::Symbol
 }
 
 // The THD and Diagnostics_area fields a statement's end reads, grouped into
-// a few copies (bpf/server.bpf.c, gather()).
+// a few copies (bpf/server.bpf.c, gather() and da_outcome()). The fields of
+// the THD's own Diagnostics_area are planned with the THD's: most statements
+// report there, and MariaDB keeps it next to m_stmt_da.
 void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t query_string) {
+    auto in_main_da = [&](int64_t field) {
+        return l.main_da >= 0 && field >= 0 ? l.main_da + field : -1;
+    };
     const ReadPlan thd = plan_reads({{l.thread_id, 8},
                                      {l.query_id, 8},
                                      {l.sent_row_count, 8},
                                      {l.examined_row_count, 8},
-                                     {l.lex, 8},
                                      {query_string, 16},
                                      {l.db, 16},
-                                     {l.stmt_da, 8}},
+                                     {l.stmt_da, 8},
+                                     {in_main_da(l.da_status), 4},
+                                     {in_main_da(l.da_affected_rows), 8}},
                                     MT_THD_WINDOW_MAX, MT_THD_WINDOWS);
     for (size_t i = 0; i < thd.windows.size(); i++) {
         ro->thd_win_off[i] = thd.windows[i].offset;
@@ -129,10 +135,17 @@ void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t qu
     ro->at_query_id = thd.at[1];
     ro->at_sent_rows = thd.at[2];
     ro->at_examined_rows = thd.at[3];
-    ro->at_lex = thd.at[4];
-    ro->at_query_string = thd.at[5];
-    ro->at_db = thd.at[6];
-    ro->at_stmt_da = thd.at[7];
+    ro->at_query_string = thd.at[4];
+    ro->at_db = thd.at[5];
+    ro->at_stmt_da = thd.at[6];
+    // Only when every known field of the area has its place in the copies.
+    const bool status_placed = l.da_status < 0 || thd.at[7] >= 0;
+    const bool affected_placed = l.da_affected_rows < 0 || thd.at[8] >= 0;
+    if (l.main_da >= 0 && status_placed && affected_placed) {
+        ro->off_main_da = l.main_da;
+        ro->at_main_da_status = thd.at[7];
+        ro->at_main_da_affected_rows = thd.at[8];
+    }
     const ReadPlan da =
         plan_reads({{l.da_status, 4}, {l.da_affected_rows, 8}}, MT_DA_WINDOW_MAX, 1);
     if (!da.windows.empty()) {
@@ -362,7 +375,6 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->target_tgid = static_cast<__u32>(target.pid);
     ro->mt_wakeup_bytes = bpf::wakeup_bytes(opts.ring);
     ro->off_thread_id = l.thread_id;
-    ro->off_lex_sql_command = l.lex_sql_command;
     ro->off_da_errno = l.da_errno;
     ro->off_da_sqlstate = l.da_sqlstate;
     ro->off_da_message = l.da_message;

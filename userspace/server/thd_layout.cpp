@@ -418,6 +418,32 @@ std::string accessor(const elf::ElfFile &file, std::string_view c_name, bool cxx
     return std::string(c_name);
 }
 
+// The THD constructor points m_stmt_da (at `stmt_da`) at the THD's own
+// Diagnostics_area: `lea main_da(%this), %reg` ... `mov %reg, stmt_da(%this)`.
+// Its offset, or -1.
+int64_t main_diagnostics_area(const elf::ElfFile &file, int64_t stmt_da) {
+    if (stmt_da < 0) {
+        return -1;
+    }
+    std::string ctor;
+    for (const auto &s : file.symbols()) {
+        if (s.is_function && s.name.rfind("_ZN3THDC2E", 0) == 0) {
+            ctor = s.name;
+            break;
+        }
+    }
+    int64_t found = -1;
+    walk(file, ctor, [&](const cs_insn &insn, const RegisterState &regs) {
+        int64_t at = -1, value = -1;
+        if (auto s = regs.store_of(insn); s && s->size == 8 && s->address.is_arg(0, &at) &&
+                                          at == stmt_da && s->value.is_arg(0, &value)) {
+            found = value;
+        }
+        return found >= 0;
+    });
+    return found;
+}
+
 // A LEX_CSTRING member returned by value (in rax:rdx), as by
 // thd_query_unsafe(THD*): its offset, or -1.
 int64_t returned_lex_cstring(const elf::ElfFile &file, std::string_view name) {
@@ -451,11 +477,7 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
                                  ": no thd_get_thread_id() that loads it"};
     }
     l.query_id = field("thd_query_id");
-    // Two loads: thd->lex->sql_command, thd->m_stmt_da->m_sql_errno.
-    if (auto v = returned(file, acc("thd_sql_command")); v && v->is_load(0, 2)) {
-        l.lex = v->loads[0];
-        l.lex_sql_command = v->loads[1];
-    }
+    // Two loads: thd->m_stmt_da->m_sql_errno.
     if (auto v = returned(file, acc("thd_get_error_number")); v && v->is_load(0, 2)) {
         l.stmt_da = v->loads[0];
         l.da_errno = v->loads[1];
@@ -469,6 +491,7 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
         l.stmt_da = v->loads[0];
         l.da_message = v->add;
     }
+    l.main_da = main_diagnostics_area(file, l.stmt_da);
     // thd_current_status() compares m_status with DA_ERROR before anything else.
     walk(file, acc("thd_current_status"), [&](const cs_insn &insn, const RegisterState &regs) {
         const cs_x86 &x = insn.detail->x86;

@@ -21,11 +21,13 @@ namespace mysqltrace::server {
 struct ThdLayout {  // -1 = not found
     int64_t thread_id = -1;
     int64_t query_id = -1;
-    int64_t lex = -1;              // LEX *
-    int64_t lex_sql_command = -1;  // in LEX
-    int64_t db = -1;               // LEX_CSTRING {str, length}
-    int64_t stmt_da = -1;          // Diagnostics_area *
-    int64_t da_errno = -1;         // the rest are in Diagnostics_area
+    int64_t db = -1;       // LEX_CSTRING {str, length}
+    int64_t stmt_da = -1;  // Diagnostics_area *
+    // The THD's own Diagnostics_area, where stmt_da points unless a
+    // statement swaps in another for a while: its fields can then be copied
+    // with the THD's.
+    int64_t main_da = -1;
+    int64_t da_errno = -1;  // the rest are in Diagnostics_area
     int64_t da_sqlstate = -1;
     int64_t da_message = -1;
     int64_t da_status = -1;
@@ -68,7 +70,7 @@ inline constexpr int64_t kPsiStageName = 8;
 
 // What a register holds while straight-line code is walked:
 // base, then for each load "add loads[i] and dereference", then + add.
-// E.g. thd_sql_command(THD *thd) returns *(*(arg0 + 0x58) + 8).
+// E.g. thd_get_error_number(THD *thd) returns *(*(arg0 + 0x62e0) + 8).
 struct SymValue {
     static constexpr int8_t kUnknown = -1;  // bases 0..5: the SysV argument registers
     static constexpr int8_t kAbsolute = 6;  // a link-time address (rip-relative)

@@ -125,9 +125,9 @@ struct mt_server_statement_event {
     __u64 text_addr;  // server address of the statement text: splits multi-statements
     __u64 rows_sent;
     __u64 rows_examined;
-    __u64 rows_affected;     // when the statement ended with OK
-    __u32 command;           // enum_server_command
-    __u32 sql_command;       // LEX::sql_command at the end (meaningful for COM_QUERY)
+    __u64 rows_affected;  // when the statement ended with OK
+    __u32 command;        // enum_server_command
+    __u32 _pad1;
     __u32 error;             // MYSQL_ERRNO when da_status is an error
     __u32 da_status;         // Diagnostics_area status: 0 empty, 1 OK, 2 EOF, 5 error, ...
     __u32 flags;             // enum mt_statement_flags

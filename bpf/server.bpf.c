@@ -151,7 +151,8 @@ struct thread_state {
     // copied at entry: the packet buffer holds the reply by the end.
     __u8 arg[MT_MAX_DB];
     struct mt_stage_mark stages[MT_MAX_STAGES];
-    struct mt_server_statement_event ev;  // last: its data[] is not used here
+    struct mt_stage_samples samples[MT_STAGE_SLOTS];  // ev.n_samples of them in use
+    struct mt_server_statement_event ev;              // last: its data[] is not used here
 };
 
 struct {
@@ -301,15 +302,15 @@ static __always_inline void begin_statement(struct thread_state *st, void *thd, 
     st->ev.n_stages = 0;
     st->ev.stages_lost = 0;
     st->ev.samples_lost = 0;
+    st->ev.n_samples = 0;
     st->ev.sample_period_us = sampled_stages ? sample_period_us : 0;
-    for (int i = 0; i < MT_STAGE_SLOTS; i++) {
-        st->ev.samples[i].stage = 0;
-        st->ev.samples[i].on_cpu = 0;
-        st->ev.samples[i].switches = 0;
-        st->ev.samples[i].off_cpu_ns = 0;
-    }
     read_counters(st, &st->ev.begin, now);
 }
+
+// The most bytes of stage marks and samples a record carries.
+#define MARKS_MAX                                   \
+    (MT_MAX_STAGES * sizeof(struct mt_stage_mark) + \
+     MT_STAGE_SLOTS * sizeof(struct mt_stage_samples))
 
 // Reads the statement's outcome from the THD and sends its record.
 // `split_at`: where the next statement of the same query begins (0: none).
@@ -319,7 +320,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     void *thd = st->thd;
     void *da = 0;
     __u8 *g;
-    __u64 n_stages, off, n, src;
+    __u64 n_stages, n_samples, off, n, src;
     __u64 now = bpf_ktime_get_ns();
     __u32 slot;
     long len;
@@ -339,7 +340,8 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     n_stages = st->ev.n_stages;
     if (n_stages > MT_MAX_STAGES)
         n_stages = MT_MAX_STAGES;
-    // One copy of the fixed part and the stage marks gathered so far.
+    // One copy of the fixed part, one of the stage marks gathered so far,
+    // one of the stage samples.
     if (bpf_probe_read_kernel(ev, sizeof(*ev), &st->ev))
         goto out;
     off = n_stages * sizeof(struct mt_stage_mark);
@@ -349,6 +351,17 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     if (off && bpf_probe_read_kernel(ev->data, off, st->stages))
         goto out;
     ev->n_stages = n_stages;
+    n_samples = st->ev.n_samples;
+    if (n_samples > MT_STAGE_SLOTS)
+        n_samples = MT_STAGE_SLOTS;
+    n = n_samples * sizeof(struct mt_stage_samples);
+    barrier_var(n);
+    if (n > MT_STAGE_SLOTS * sizeof(struct mt_stage_samples))
+        goto out;
+    if (n && bpf_probe_read_kernel(ev->data + off, n, st->samples))
+        goto out;
+    ev->n_samples = n_samples;
+    off += n;
     ev->flags |= flags;
     read_counters(st, &ev->end, now);
 
@@ -383,7 +396,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
         if (n > MT_MAX_DB - 1)
             n = MT_MAX_DB - 1;
         barrier_var(n);
-        if (src && n && off <= MT_MAX_STAGES * sizeof(struct mt_stage_mark) + MT_MAX_MESSAGE &&
+        if (src && n && off <= MARKS_MAX + MT_MAX_MESSAGE &&
             bpf_probe_read_user(ev->data + off, n, (void *)src) == 0) {
             ev->db_len = n;
             off += n;
@@ -401,7 +414,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
         if (n > MT_MAX_DB - 1)
             n = MT_MAX_DB - 1;
         barrier_var(n);
-        if (n && off <= MT_MAX_STAGES * sizeof(struct mt_stage_mark) + MT_MAX_MESSAGE + MT_MAX_DB &&
+        if (n && off <= MARKS_MAX + MT_MAX_MESSAGE + MT_MAX_DB &&
             bpf_probe_read_kernel(ev->data + off, n, st->arg) == 0) {
             ev->text_copied = n;
             off += n;
@@ -426,8 +439,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     if (n > MT_MAX_SQL)
         n = MT_MAX_SQL;
     barrier_var(n);
-    if (src && n &&
-        off <= MT_MAX_STAGES * sizeof(struct mt_stage_mark) + MT_MAX_MESSAGE + MT_MAX_DB &&
+    if (src && n && off <= MARKS_MAX + MT_MAX_MESSAGE + MT_MAX_DB &&
         bpf_probe_read_user(ev->data + off, n, (void *)src) == 0) {
         ev->text_copied = n;
         off += n;
@@ -706,11 +718,18 @@ int server_stage(struct pt_regs *ctx) {
 static __always_inline void credit(struct thread_state *st, __u64 stage, __u32 on_cpu,
                                    __u64 off_cpu_ns) {
     for (int i = 0; i < MT_STAGE_SLOTS; i++) {
-        struct mt_stage_samples *s = &st->ev.samples[i];
+        struct mt_stage_samples *s = &st->samples[i];
 
-        if (s->stage != stage && s->stage != 0)
+        if (i >= st->ev.n_samples) {
+            // A slot not used yet by this statement.
+            s->stage = stage;
+            s->on_cpu = 0;
+            s->switches = 0;
+            s->off_cpu_ns = 0;
+            st->ev.n_samples = i + 1;
+        } else if (s->stage != stage) {
             continue;
-        s->stage = stage;
+        }
         s->on_cpu += on_cpu;
         if (off_cpu_ns) {
             s->switches++;

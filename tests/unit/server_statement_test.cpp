@@ -16,12 +16,15 @@ namespace {
 
 using mysqltrace::server::Statement;
 
-// A record as the BPF side writes it: fixed part, marks, message, db, text.
+// A record as the BPF side writes it: fixed part, marks, samples, message,
+// db, text.
 std::vector<uint8_t> record(mt_server_statement_event ev, const std::vector<mt_stage_mark> &marks,
                             const std::string &message, const std::string &db,
-                            const std::string &text) {
+                            const std::string &text,
+                            const std::vector<mt_stage_samples> &samples = {}) {
     ev.hdr.type = MT_EV_SERVER_STATEMENT;
     ev.n_stages = static_cast<uint16_t>(marks.size());
+    ev.n_samples = static_cast<uint16_t>(samples.size());
     ev.message_len = static_cast<uint16_t>(message.size());
     ev.db_len = static_cast<uint16_t>(db.size());
     ev.text_copied = static_cast<uint32_t>(text.size());
@@ -29,6 +32,10 @@ std::vector<uint8_t> record(mt_server_statement_event ev, const std::vector<mt_s
     for (const auto &m : marks) {
         const auto *p = reinterpret_cast<const uint8_t *>(&m);
         r.insert(r.end(), p, p + sizeof(m));
+    }
+    for (const auto &smp : samples) {
+        const auto *p = reinterpret_cast<const uint8_t *>(&smp);
+        r.insert(r.end(), p, p + sizeof(smp));
     }
     for (const std::string *s : {&message, &db, &text}) {
         r.insert(r.end(), s->begin(), s->end());
@@ -60,13 +67,12 @@ TEST(ServerStatement, DecodesEveryPart) {
     ev.end.cpu_ns = 400;
     ev.end.utime_ns = 3;
     ev.end.stime_ns = 1;
-    ev.samples[0].stage = 0x1000;
-    ev.samples[0].on_cpu = 4;
     mt_stage_mark m{};
     m.ts_ns = 2'000'000;
     m.site = 7;
     m.c.cpu_ns = 150;
-    auto rec = record(ev, {m}, "Table 'x.t' doesn't exist", "x", "select * from t");
+    auto rec =
+        record(ev, {m}, "Table 'x.t' doesn't exist", "x", "select * from t", {{0x1000, 4, 1, 250}});
 
     Statement st;
     ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
@@ -85,7 +91,10 @@ TEST(ServerStatement, DecodesEveryPart) {
     EXPECT_EQ(st.stages[0].site, 7u);
     EXPECT_EQ(st.stages[0].counters.cpu_ns, 150u);
     ASSERT_EQ(st.samples.size(), 1u);
+    EXPECT_EQ(st.samples[0].stage, 0x1000u);
     EXPECT_EQ(st.samples[0].on_cpu, 4u);
+    EXPECT_EQ(st.samples[0].switches, 1u);
+    EXPECT_EQ(st.samples[0].off_cpu_ns, 250u);
     const auto used = st.begin.until(st.end);
     EXPECT_EQ(used.cpu_ns, 300u);
     EXPECT_EQ(used.user_ns(), 225u);  // 3:1 as the sampled utime:stime
@@ -102,6 +111,10 @@ TEST(ServerStatement, RejectsMalformedRecords) {
     EXPECT_FALSE(mysqltrace::server::decode_statement(bad, &st));
     bad = rec;
     reinterpret_cast<mt_server_statement_event *>(bad.data())->hdr.type = MT_EV_SOCK;
+    EXPECT_FALSE(mysqltrace::server::decode_statement(bad, &st));
+    // More stage sample slots than a statement can fill.
+    std::vector<mt_stage_samples> many(MT_STAGE_SLOTS + 1);
+    bad = record(base_event(), {}, "", "", "", many);
     EXPECT_FALSE(mysqltrace::server::decode_statement(bad, &st));
     EXPECT_TRUE(mysqltrace::server::decode_statement(rec, &st));
 }
@@ -329,10 +342,10 @@ TEST(ServerRender, SampledSharesPerStatementClass) {
     auto ev = base_event();
     ev.flags |= MT_STMT_SAMPLED;
     ev.sample_period_us = 1000;
-    ev.samples[0] = {0x10, 30, 0, 0};          // 30 ms on CPU
-    ev.samples[1] = {0x20, 0, 1, 90'000'000};  // 90 ms switched out
     ev.text_len = 15;
-    auto rec = record(ev, {}, "", "", "select sleep(1)");
+    auto rec = record(ev, {}, "", "", "select sleep(1)",
+                      {{0x10, 30, 0, 0},            // 30 ms on CPU
+                       {0x20, 0, 1, 90'000'000}});  // 90 ms switched out
     Statement st;
     ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
     mysqltrace::output::ServerRenderer r(

@@ -90,10 +90,11 @@ bool decode_statement(std::span<const uint8_t> record, Statement *out) {
         return false;
     }
     std::memcpy(&ev, record.data(), sizeof(ev));
-    const size_t marks = size_t{ev.n_stages} * sizeof(mt_stage_mark);
+    const size_t marks = size_t{ev.n_stages} * sizeof(mt_stage_mark) +
+                         size_t{ev.n_samples} * sizeof(mt_stage_samples);
     const size_t want = sizeof(ev) + marks + ev.message_len + ev.db_len + ev.text_copied;
     if (ev.hdr.type != MT_EV_SERVER_STATEMENT || ev.hdr.size != record.size() ||
-        want != record.size() || ev.n_stages > MT_MAX_STAGES) {
+        want != record.size() || ev.n_stages > MT_MAX_STAGES || ev.n_samples > MT_STAGE_SLOTS) {
         return false;
     }
     Statement &s = *out;
@@ -125,6 +126,12 @@ bool decode_statement(std::span<const uint8_t> record, Statement *out) {
         std::memcpy(&m, p, sizeof(m));
         s.stages.push_back({m.ts_ns, m.site, m.stage, TaskCounters::from(m.c), m.file, m.line});
     }
+    s.samples.clear();
+    for (unsigned i = 0; i < ev.n_samples; i++, p += sizeof(mt_stage_samples)) {
+        mt_stage_samples smp;
+        std::memcpy(&smp, p, sizeof(smp));
+        s.samples.push_back({smp.stage, smp.on_cpu, smp.switches, smp.off_cpu_ns});
+    }
     auto take = [&p](std::string &dst, size_t n) {
         dst.assign(reinterpret_cast<const char *>(p), n);
         p += n;
@@ -132,12 +139,6 @@ bool decode_statement(std::span<const uint8_t> record, Statement *out) {
     take(s.message, ev.message_len);
     take(s.db, ev.db_len);
     take(s.text, ev.text_copied);
-    s.samples.clear();
-    for (const auto &smp : ev.samples) {
-        if (smp.stage != 0 || smp.on_cpu != 0 || smp.off_cpu_ns != 0) {
-            s.samples.push_back({smp.stage, smp.on_cpu, smp.switches, smp.off_cpu_ns});
-        }
-    }
     if (s.command == mysql::kComQuery && s.failed() && s.text.size() == s.text_len) {
         // A failing statement ends a multi-statement query, and the server
         // gave it the rest of the query: keep its own text only.

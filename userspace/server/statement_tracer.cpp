@@ -576,7 +576,7 @@ void StatementTracer::detach_stages() {
 
 std::string StatementTracer::stage_name_at(uint64_t addr) const {
     if (addr == 0) {
-        return "";
+        return "(no stage)";  // THD::proc_info was NULL
     }
     std::string name;
     char buf[128];

@@ -7,7 +7,7 @@
 #include "mysqltrace/abi/types.h"
 
 // Bumped whenever a record layout below changes incompatibly.
-#define MT_ABI_VERSION 4
+#define MT_ABI_VERSION 5
 
 // The largest number of CPUs the per-CPU ring array can serve.
 #define MT_MAX_CPUS 256
@@ -128,22 +128,25 @@ struct mt_server_statement_event {
     __u64 rows_affected;  // when the statement ended with OK
     __u32 command;        // enum_server_command
     __u32 _pad1;
-    __u32 error;             // MYSQL_ERRNO when da_status is an error
-    __u32 da_status;         // Diagnostics_area status: 0 empty, 1 OK, 2 EOF, 5 error, ...
-    __u32 flags;             // enum mt_statement_flags
-    __u32 seq;               // statements of this command before this one
-    __u32 text_len;          // true length of the statement text
-    __u32 text_copied;       // bytes of it in data[]
-    __u16 message_len;       // bytes of MESSAGE_TEXT in data[]
-    __u16 db_len;            // bytes of CURRENT_SCHEMA in data[]
-    __u16 n_stages;          // exact stage marks in data[]
-    __u16 stages_lost;       // exact stage transitions not kept (over MT_MAX_STAGES)
+    __u32 error;        // MYSQL_ERRNO when da_status is an error
+    __u32 da_status;    // Diagnostics_area status: 0 empty, 1 OK, 2 EOF, 5 error, ...
+    __u32 flags;        // enum mt_statement_flags
+    __u32 seq;          // statements of this command before this one
+    __u32 text_len;     // true length of the statement text
+    __u32 text_copied;  // bytes of it in data[]
+    __u16 message_len;  // bytes of MESSAGE_TEXT in data[]
+    __u16 db_len;       // bytes of CURRENT_SCHEMA in data[]
+    __u16 n_stages;     // exact stage marks in data[]
+    __u16 stages_lost;  // exact stage transitions not kept (over MT_MAX_STAGES)
+    __u16 n_samples;    // struct mt_stage_samples in data[] (sampled stages)
+    __u16 _pad2[3];
     __u32 samples_lost;      // samples of stages beyond MT_STAGE_SLOTS
     __u32 sample_period_us;  // timer sampling period (0: not sampled)
     char sqlstate[8];        // RETURNED_SQLSTATE, NUL-terminated
     struct mt_task_counters begin, end;
-    struct mt_stage_samples samples[MT_STAGE_SLOTS];
-    __u8 data[];  // n_stages struct mt_stage_mark, then message, schema, statement text
+    // n_stages struct mt_stage_mark, n_samples struct mt_stage_samples, then
+    // message, schema, statement text: a statement sends only what it has.
+    __u8 data[];
 };
 
 // Waits of server threads, from syscall tracepoints.
@@ -230,8 +233,9 @@ struct mt_server_table_io_event {
 };
 
 // Largest variable part of a statement record.
-#define MT_STATEMENT_DATA_MAX \
-    (MT_MAX_STAGES * sizeof(struct mt_stage_mark) + MT_MAX_MESSAGE + MT_MAX_DB + MT_MAX_SQL)
+#define MT_STATEMENT_DATA_MAX                       \
+    (MT_MAX_STAGES * sizeof(struct mt_stage_mark) + \
+     MT_STAGE_SLOTS * sizeof(struct mt_stage_samples) + MT_MAX_MESSAGE + MT_MAX_DB + MT_MAX_SQL)
 
 // The server object fields a statement's end reads are copied in a few
 // windows (server/read_plan.h) into a gather area: this many of at most this

@@ -141,7 +141,7 @@ struct thread_state {
     __u64 tio_handler;
     __u32 tio_op;
     __u32 tio_depth;
-    __u32 sc_kind;  // 0: none
+    __u32 sc_kind;     // 0: none
     __u32 sc_flags;
     __u32 active;
     __u32 parses;   // mysql_parse calls of the current command
@@ -530,8 +530,9 @@ static __always_inline void begin_command(void *thd, __u32 command, const char *
 // MariaDB: dispatch_command(enum_server_command, THD*, char *packet, uint len, bool).
 SEC("uprobe")
 int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *packet, __u32 len) {
-    int text = command == COM_QUERY || command == COM_STMT_PREPARE || command == COM_STMT_EXECUTE ||
-               command == COM_STMT_FETCH || command == COM_STMT_BULK_EXECUTE;
+    int text = command == COM_QUERY || command == COM_STMT_PREPARE ||
+               command == COM_STMT_EXECUTE || command == COM_STMT_FETCH ||
+               command == COM_STMT_BULK_EXECUTE;
 
     if (!traced())
         return 0;
@@ -552,7 +553,8 @@ int BPF_KPROBE(server_dispatch_command_m8, void *thd, const void *com_data, __u3
 
     if (!traced())
         return 0;
-    if (com_data && (command == COM_QUERY || command == COM_STMT_PREPARE || command == COM_INIT_DB))
+    if (com_data && (command == COM_QUERY || command == COM_STMT_PREPARE ||
+                     command == COM_INIT_DB))
         bpf_probe_read_user(&a, sizeof(a), com_data);
     if (command == COM_INIT_DB)
         begin_command(thd, command, 0, 0, (const char *)a.str, a.len);

@@ -6,7 +6,7 @@
 // ends at the end-of-command stage site in dispatch_command (an emulated jcc,
 // cheaper than a uretprobe: shared/FACTS.md section 2). Its outcome is read
 // there from the THD at offsets userspace learnt from the binary. While it
-// runs, per-thread state in a hash map collects exact stage marks (one cheap
+// runs, per-thread state in task storage collects exact stage marks (one cheap
 // probe per stage site, site id from the attach cookie) or stage samples
 // (a CPU timer and the scheduler's switch tracepoint), so that each statement
 // costs one ring record and no wakeup of its own (FACTS.md section 8).
@@ -155,11 +155,14 @@ struct thread_state {
     struct mt_server_statement_event ev;              // last: its data[] is not used here
 };
 
+// Per thread, in the task's own storage: found through the task, without
+// the hash lookup a map keyed by thread id costs on every program run (a
+// statement with exact stages runs ~30). Freed with the thread, and all at
+// once when the map goes.
 struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 8192);
+    __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
     __uint(map_flags, BPF_F_NO_PREALLOC);
-    __type(key, __u32);
+    __type(key, int);
     __type(value, struct thread_state);
 } threads SEC(".maps");
 
@@ -451,8 +454,12 @@ out:
     mt_scratch_release(slot);
 }
 
-static __always_inline struct thread_state *state_of(__u32 tid, int create) {
-    struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+// The state of the current thread; `create`: make it if it has none. A
+// lookup always succeeds; a creation can fail while another program on this
+// CPU is using task storage, and is then tried again at the next command.
+static __always_inline struct thread_state *state_of(int create) {
+    struct task_struct *task = bpf_get_current_task_btf();
+    struct thread_state *st = bpf_task_storage_get(&threads, task, 0, 0);
     __u32 zero = 0;
     void *z;
 
@@ -461,8 +468,7 @@ static __always_inline struct thread_state *state_of(__u32 tid, int create) {
     z = bpf_map_lookup_elem(&zero_state, &zero);
     if (!z)
         return 0;
-    bpf_map_update_elem(&threads, &tid, z, BPF_NOEXIST);
-    return bpf_map_lookup_elem(&threads, &tid);
+    return bpf_task_storage_get(&threads, task, z, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
 // Sends the account of connection `id` on `thd` unless it was sent last.
@@ -499,7 +505,7 @@ static __always_inline void begin_command(void *thd, __u32 command, const char *
                                           const char *arg, __u64 arg_len) {
     struct thread_state *st;
 
-    st = state_of((__u32)bpf_get_current_pid_tgid(), 1);
+    st = state_of(1);
     if (!st)
         return;
     if (st->active)
@@ -569,7 +575,7 @@ static __always_inline void begin_parse(void *thd, const char *rawbuf, __u32 len
     struct thread_state *st;
     __u32 command, seq;
 
-    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    st = state_of(0);
     if (!st || !st->active || st->thd != thd)
         return;
     if (st->parses) {
@@ -638,7 +644,7 @@ int server_command_end(struct pt_regs *ctx) {
 
     if (!traced())
         return 0;
-    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    st = state_of(0);
     if (st && st->active) {
         end_statement(st, MT_STMT_ENDED, 0);
         // After COM_QUIT the thread waits for a new connection: none of its
@@ -663,7 +669,7 @@ int server_stage(struct pt_regs *ctx) {
 
     if (!traced() || !exact_stages)
         return 0;
-    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    st = state_of(0);
     if (!st || !st->active)
         return 0;
     n = st->ev.n_stages;
@@ -748,7 +754,7 @@ int server_sample(void *ctx) {
 
     if (!sampled_stages || !traced())
         return 0;
-    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    st = state_of(0);
     if (st && st->active)
         credit(st, current_stage(st), 1, 0);
     return 0;
@@ -758,14 +764,12 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(server_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
     struct thread_state *st;
     __u64 now;
-    __u32 tid;
 
     if (prev->tgid != target_tgid && next->tgid != target_tgid)
         return 0;
     now = bpf_ktime_get_ns();
     if (prev->tgid == target_tgid) {
-        tid = prev->pid;
-        st = bpf_map_lookup_elem(&threads, &tid);
+        st = bpf_task_storage_get(&threads, prev, 0, 0);
         if (st) {
             if (st->on_since)
                 st->cpu_acc += now - st->on_since;
@@ -778,8 +782,7 @@ int BPF_PROG(server_switch, bool preempt, struct task_struct *prev, struct task_
         }
     }
     if (next->tgid == target_tgid) {
-        tid = next->pid;
-        st = bpf_map_lookup_elem(&threads, &tid);
+        st = bpf_task_storage_get(&threads, next, 0, 0);
         if (st) {
             st->on_since = now;
             if (st->active && st->off_cpu_since) {
@@ -921,7 +924,7 @@ int BPF_PROG(server_sys_enter, struct pt_regs *regs, long id) {
     kind = wait_kind(id);
     if (!kind)
         return 0;
-    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    st = state_of(0);
     if (!st || !st->thd)
         return 0;  // not a connection thread (yet)
     st->sc_flags = st->active ? MT_WAIT_IN_STATEMENT : 0;
@@ -969,7 +972,7 @@ int BPF_PROG(server_sys_exit, struct pt_regs *regs, long ret) {
 
     if (!traced())
         return 0;
-    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    st = state_of(0);
     if (!st || !st->sc_kind)
         return 0;
     id = read_u64(st->thd, off_thread_id);
@@ -1008,7 +1011,7 @@ int server_table_io(struct pt_regs *ctx) {
 
     if (!traced())
         return 0;
-    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    st = state_of(0);
     if (!st || !st->thd)
         return 0;  // not a connection thread
     if (st->tio_depth++ == 0) {
@@ -1033,7 +1036,7 @@ int server_table_io_ret(struct pt_regs *ctx) {
 
     if (!traced())
         return 0;
-    st = state_of((__u32)bpf_get_current_pid_tgid(), 0);
+    st = state_of(0);
     if (!st || st->tio_depth == 0 || --st->tio_depth != 0)
         return 0;
     ev = mt_reserve(&ring, MT_EV_SERVER_TABLE_IO, sizeof(*ev));
@@ -1064,11 +1067,10 @@ int server_table_io_ret(struct pt_regs *ctx) {
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(server_thread_exit, struct task_struct *task) {
-    __u32 tid;
-
     if (task->tgid != target_tgid)
         return 0;
-    tid = task->pid;
-    bpf_map_delete_elem(&threads, &tid);
+    // Now rather than when the task is freed; if task storage is busy on
+    // this CPU, it is freed then.
+    bpf_task_storage_delete(&threads, task);
     return 0;
 }

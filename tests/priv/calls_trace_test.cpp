@@ -23,6 +23,7 @@
 #include "priv/cli_util.h"
 #include "priv/client_session.h"
 #include "priv/priv.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -68,19 +69,7 @@ class Target {
 
 class CallsTrace : public ::testing::Test {
   protected:
-    void SetUp() override {
-        MYSQLTRACE_REQUIRE_ROOT();
-        char dir[] = "/tmp/mysqltrace-calls-XXXXXX";
-        ASSERT_NE(mkdtemp(dir), nullptr);
-        dir_ = dir;
-        out_path_ = dir_ + "/trace";
-    }
-    void TearDown() override {
-        if (!dir_.empty()) {
-            std::remove(out_path_.c_str());
-            rmdir(dir_.c_str());
-        }
-    }
+    void SetUp() override { MYSQLTRACE_REQUIRE_ROOT(); }
 
     std::unique_ptr<BackgroundCommand> start(pid_t pid, std::vector<std::string> extra) {
         std::vector<std::string> argv = {MYSQLTRACE_BINARY,   "calls",    "--pid",
@@ -139,8 +128,8 @@ class CallsTrace : public ::testing::Test {
         return tid;
     }
 
-    std::string dir_;
-    std::string out_path_;
+    mysqltrace::test::TempDir dir_{"mysqltrace-calls"};
+    std::string out_path_ = dir_.file("trace");
 };
 
 TEST_F(CallsTrace, ExactNestedSequenceOfOneThread) {

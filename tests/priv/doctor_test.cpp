@@ -10,6 +10,7 @@
 
 #include "priv/cli_util.h"
 #include "priv/priv.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -57,15 +58,13 @@ TEST(Doctor, AllChecksPassAsRoot) {
 TEST(Doctor, NamesTheMissingPrivilegeWhenUnprivileged) {
     MYSQLTRACE_REQUIRE_ROOT();
     // The build tree may not be reachable for `nobody`: run a copy.
-    char tmpl[] = "/tmp/mysqltrace-doctor-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    std::string dir = tmpl;
-    std::string copy = dir + "/mysqltrace";
+    mysqltrace::test::TempDir dir("mysqltrace-doctor");
+    ASSERT_FALSE(dir.path().empty());
+    std::string copy = dir.file("mysqltrace");
     std::filesystem::copy_file(MYSQLTRACE_BINARY, copy);
-    chmod(dir.c_str(), 0755);
+    chmod(dir.path().c_str(), 0755);
     chmod(copy.c_str(), 0755);
     auto r = run_command({copy, "doctor"}, kNobody);
-    std::filesystem::remove_all(dir);
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_NE(r.out.find("privileges                FAIL    uid 65534 lacks CAP_BPF, CAP_PERFMON"),
               std::string::npos)

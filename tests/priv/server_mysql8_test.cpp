@@ -17,6 +17,7 @@
 #include "priv/cli_util.h"
 #include "priv/client_session.h"
 #include "priv/priv.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -30,22 +31,12 @@ class ServerMysql8Standin : public ::testing::Test {
   protected:
     void SetUp() override {
         MYSQLTRACE_REQUIRE_ROOT();
-        char dir[] = "/tmp/mysqltrace-m8-XXXXXX";
-        ASSERT_NE(mkdtemp(dir), nullptr);
-        dir_ = dir;
-        out_path_ = dir_ + "/trace.json";
         standin_ =
             std::make_unique<GatedClient>(std::vector<std::string>{testprog("mysql8_abi_standin")});
         standin_->open_gate();
         ASSERT_EQ(standin_->read_line(), "ready");
     }
-    void TearDown() override {
-        standin_.reset();
-        if (!dir_.empty()) {
-            std::remove(out_path_.c_str());
-            rmdir(dir_.c_str());
-        }
-    }
+    void TearDown() override { standin_.reset(); }
 
     std::unique_ptr<BackgroundCommand> start_tracer(std::vector<std::string> extra) {
         std::vector<std::string> argv = {
@@ -70,8 +61,9 @@ class ServerMysql8Standin : public ::testing::Test {
         return evs;
     }
 
+    mysqltrace::test::TempDir dir_{"mysqltrace-m8"};
+    std::string out_path_ = dir_.file("trace.json");
     std::unique_ptr<GatedClient> standin_;
-    std::string dir_, out_path_;
 };
 
 TEST_F(ServerMysql8Standin, StatementsFromMysql8Arguments) {

@@ -25,30 +25,14 @@
 #include <gtest/gtest.h>
 
 #include "run/launcher.h"
+#include "temp_dir.h"
 
 namespace mysqltrace::run {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
-  public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "launcher_test.XXXXXX").string();
-        if (mkdtemp(tmpl.data()) == nullptr) {
-            ADD_FAILURE() << "mkdtemp failed";
-        }
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    std::string file(const std::string &name) const { return (path_ / name).string(); }
-
-  private:
-    fs::path path_;
-};
+using mysqltrace::test::TempDir;
 
 std::string slurp(const std::string &path) {
     std::ifstream in(path);

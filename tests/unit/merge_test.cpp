@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 namespace {
 
 using mysqltrace::output::pfs_is_trace_header;
@@ -23,16 +25,7 @@ constexpr const char *kHeader = "/* MySQL Trace File for u@h on 2024-05-01 10:00
 
 class MergeTest : public testing::Test {
   protected:
-    void SetUp() override {
-        char tmpl[] = "/tmp/mysqltrace-merge-XXXXXX";
-        const char *d = mkdtemp(tmpl);
-        ASSERT_NE(d, nullptr);
-        dir_ = d;
-    }
-    void TearDown() override {
-        std::string cmd = "rm -rf '" + dir_ + "'";
-        ASSERT_EQ(std::system(cmd.c_str()), 0);
-    }
+    void SetUp() override { ASSERT_FALSE(dir_.empty()); }
 
     std::string write(const std::string &name, const std::string &text) {
         std::string path = dir_ + "/" + name;
@@ -62,7 +55,8 @@ class MergeTest : public testing::Test {
         return out;
     }
 
-    std::string dir_;
+    mysqltrace::test::TempDir tmp_{"mysqltrace-merge"};
+    std::string dir_ = tmp_.path();
 };
 
 // A stage row: (thread, event, start) and a name that tells rows apart.

@@ -11,17 +11,13 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 namespace {
 
 using mysqltrace::output::OutputFile;
 
 using mysqltrace::output::Rotation;
-
-std::string temp_dir() {
-    char tmpl[] = "/tmp/mysqltrace-unit-XXXXXX";
-    const char *d = mkdtemp(tmpl);
-    return d != nullptr ? d : "";
-}
 
 std::string slurp(const std::string &path) {
     std::ifstream in(path);
@@ -35,11 +31,6 @@ bool exists(const std::string &path) {
     return lstat(path.c_str(), &st) == 0;
 }
 
-void remove_tree(const std::string &dir) {
-    std::string cmd = "rm -rf '" + dir + "'";
-    EXPECT_EQ(std::system(cmd.c_str()), 0);
-}
-
 // "event 00 ......\n": 24 bytes each, numbered so order can be checked.
 std::string event(int i) {
     std::string s = "event " + std::string(i < 10 ? "0" : "") + std::to_string(i) + " ";
@@ -47,7 +38,8 @@ std::string event(int i) {
 }
 
 TEST(OutputFile, CreatedOwnerOnly) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-unit");
+    const std::string &dir = tmp.path();
     std::string path = dir + "/out.txt";
     {
         auto o = OutputFile::open(path);
@@ -61,12 +53,11 @@ TEST(OutputFile, CreatedOwnerOnly) {
     std::stringstream ss;
     ss << in.rdbuf();
     EXPECT_EQ(ss.str(), "hello\n");
-    unlink(path.c_str());
-    rmdir(dir.c_str());
 }
 
 TEST(OutputFile, RefusesSymlink) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-unit");
+    const std::string &dir = tmp.path();
     std::string target = dir + "/target";
     std::string link = dir + "/link";
     ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
@@ -74,8 +65,6 @@ TEST(OutputFile, RefusesSymlink) {
     ASSERT_FALSE(o.ok());
     EXPECT_EQ(o.error().message, "cannot create " + link + ": Too many levels of symbolic links");
     EXPECT_NE(access(target.c_str(), F_OK), 0);  // nothing created through the link
-    unlink(link.c_str());
-    rmdir(dir.c_str());
 }
 
 TEST(OutputFile, FullDiskDisablesOutputWithMessage) {
@@ -97,7 +86,8 @@ TEST(OutputFile, FullDiskDisablesOutputWithMessage) {
 }
 
 TEST(OutputFile, RotatesBeforeExceedingSizeKeepingWholeEvents) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-unit");
+    const std::string &dir = tmp.path();
     std::string path = dir + "/trace.log";
     {
         // Four 24-byte events fit in 100 bytes; the fifth starts a new file.
@@ -123,11 +113,11 @@ TEST(OutputFile, RotatesBeforeExceedingSizeKeepingWholeEvents) {
         EXPECT_EQ(st.st_mode & 0777, 0600u) << p;
         EXPECT_LE(st.st_size, 100) << p;
     }
-    remove_tree(dir);
 }
 
 TEST(OutputFile, EventLargerThanRotationSizeIsWrittenWhole) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-unit");
+    const std::string &dir = tmp.path();
     std::string path = dir + "/trace.log";
     std::string big(300, 'x');
     {
@@ -140,11 +130,11 @@ TEST(OutputFile, EventLargerThanRotationSizeIsWrittenWhole) {
     EXPECT_EQ(slurp(path + ".2"), "small\n");
     EXPECT_EQ(slurp(path + ".1"), big);
     EXPECT_EQ(slurp(path), "after\n");
-    remove_tree(dir);
 }
 
 TEST(OutputFile, RotationKeepsAnExistingFileInsteadOfTruncatingIt) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-unit");
+    const std::string &dir = tmp.path();
     std::string path = dir + "/trace.log";
     std::ofstream(path) << "previous run\n";
     std::ofstream(path + ".1") << "older run\n";
@@ -156,11 +146,11 @@ TEST(OutputFile, RotationKeepsAnExistingFileInsteadOfTruncatingIt) {
     EXPECT_EQ(slurp(path), "this run\n");
     EXPECT_EQ(slurp(path + ".1"), "previous run\n");
     EXPECT_EQ(slurp(path + ".2"), "older run\n");
-    remove_tree(dir);
 }
 
 TEST(OutputFile, RotationWithKeepZeroStartsOver) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-unit");
+    const std::string &dir = tmp.path();
     std::string path = dir + "/trace.log";
     {
         auto o = OutputFile::open(path, false, Rotation{10, 0});
@@ -170,11 +160,11 @@ TEST(OutputFile, RotationWithKeepZeroStartsOver) {
     }
     EXPECT_EQ(slurp(path), "second\n");
     EXPECT_FALSE(exists(path + ".1"));
-    remove_tree(dir);
 }
 
 TEST(OutputFile, RotationRefusesSymlinkAndMovesRotatedLinksUnfollowed) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-unit");
+    const std::string &dir = tmp.path();
     std::string path = dir + "/trace.log";
     std::string target = dir + "/target";
     ASSERT_EQ(symlink(target.c_str(), path.c_str()), 0);
@@ -198,11 +188,11 @@ TEST(OutputFile, RotationRefusesSymlinkAndMovesRotatedLinksUnfollowed) {
     EXPECT_TRUE(S_ISLNK(st.st_mode));
     EXPECT_EQ(slurp(path + ".1"), "one 56789\n");
     EXPECT_EQ(slurp(path), "two 56789\n");
-    remove_tree(dir);
 }
 
 TEST(OutputFile, FailedRotationDisablesOutputWithMessage) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-unit");
+    const std::string &dir = tmp.path();
     std::string path = dir + "/trace.log";
     auto o = OutputFile::open(path, false, Rotation{10, 2});
     ASSERT_TRUE(o.ok());

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 namespace {
 
 using mysqltrace::output::pfs_insert;
@@ -22,17 +24,6 @@ using mysqltrace::output::pfs_tables;
 using mysqltrace::output::PfsColumnType;
 using mysqltrace::output::PfsSqlWriter;
 using json = nlohmann::ordered_json;
-
-std::string temp_dir() {
-    char tmpl[] = "/tmp/mysqltrace-pfs-XXXXXX";
-    const char *d = mkdtemp(tmpl);
-    return d != nullptr ? d : "";
-}
-
-void remove_tree(const std::string &dir) {
-    std::string cmd = "rm -rf '" + dir + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-}
 
 std::string read_file(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
@@ -352,7 +343,8 @@ uint64_t timer_start_of(const std::string &row) {
 }
 
 TEST(PfsSqlWriter, BlockRowsSortedWithStartBeforeEnd) {
-    std::string dir = temp_dir() + "/trace";  // created by open
+    mysqltrace::test::TempDir tmp("mysqltrace-pfs");
+    const std::string dir = tmp.file("trace");  // created by open
     Sink sink;
     {
         auto w = PfsSqlWriter::open(dir, sink.fn());
@@ -401,11 +393,11 @@ TEST(PfsSqlWriter, BlockRowsSortedWithStartBeforeEnd) {
         last = ts;
     }
     EXPECT_TRUE(sink.messages.empty());
-    remove_tree(dir.substr(0, dir.rfind('/')));
 }
 
 TEST(PfsSqlWriter, LeastRecentlyUsedFilesAreClosedAndReopened) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-pfs");
+    const std::string &dir = tmp.path();
     Sink sink;
     constexpr int kThreads = 7;
     constexpr int kRounds = 4;
@@ -432,11 +424,11 @@ TEST(PfsSqlWriter, LeastRecentlyUsedFilesAreClosedAndReopened) {
         }
     }
     EXPECT_TRUE(sink.messages.empty());
-    remove_tree(dir);
 }
 
 TEST(PfsSqlWriter, AppendsToAnExistingFileWithoutSecondHeader) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-pfs");
+    const std::string &dir = tmp.path();
     std::string path = dir + "/thread.u@h.3";
     { std::ofstream(path) << "/* MySQL Trace File for u@h on 2024-01-01 00:00:00 */\n"; }
     {
@@ -447,11 +439,11 @@ TEST(PfsSqlWriter, AppendsToAnExistingFileWithoutSecondHeader) {
     auto lines = lines_of(read_file(path));
     ASSERT_EQ(lines.size(), 3u);
     EXPECT_EQ(lines[0], "/* MySQL Trace File for u@h on 2024-01-01 00:00:00 */");
-    remove_tree(dir);
 }
 
 TEST(PfsSqlWriter, BlockGoingBackInTimeIsLeftOut) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-pfs");
+    const std::string &dir = tmp.path();
     Sink sink;
     {
         auto w = PfsSqlWriter::open(dir, sink.fn());
@@ -469,11 +461,11 @@ TEST(PfsSqlWriter, BlockGoingBackInTimeIsLeftOut) {
                                     "/thread.u@h.1: events starting at TIMER_START 50 came after "
                                     "one at 100; such blocks are left out to keep the file in "
                                     "time order");
-    remove_tree(dir);
 }
 
 TEST(PfsSqlWriter, SymlinkIsRefusedWithAClearMessage) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-pfs");
+    const std::string &dir = tmp.path();
     std::string target = dir + "/target";
     ASSERT_EQ(symlink(target.c_str(), (dir + "/thread.u@h.1").c_str()), 0);
     ASSERT_EQ(symlink("/dev/full", (dir + "/thread.u@h.2").c_str()), 0);
@@ -500,13 +492,13 @@ TEST(PfsSqlWriter, SymlinkIsRefusedWithAClearMessage) {
                                     "this thread stopped");
     EXPECT_NE(access(target.c_str(), F_OK), 0);
     EXPECT_EQ(lines_of(read_file(dir + "/thread.u@h.3")).size(), 7u);
-    remove_tree(dir);
 }
 
 // A real write error without root: RLIMIT_FSIZE makes write(2) fail with
 // EFBIG once a file reaches the limit, like a full disk or quota.
 TEST(PfsSqlWriter, WriteErrorStopsOnlyThatFile) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-pfs");
+    const std::string &dir = tmp.path();
     Sink sink;
     struct rlimit old {};
     ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
@@ -538,11 +530,11 @@ TEST(PfsSqlWriter, WriteErrorStopsOnlyThatFile) {
     EXPECT_EQ(sink.messages[0], "mysqltrace: " + dir + "/thread.big@h.12: " + std::strerror(EFBIG) +
                                     ": trace of this thread stopped");
     EXPECT_EQ(lines_of(read_file(dir + "/thread.small@h.13")).size(), 5u);
-    remove_tree(dir);
 }
 
 TEST(PfsSqlWriter, OpenRefusesUnusableDirectories) {
-    std::string dir = temp_dir();
+    mysqltrace::test::TempDir tmp("mysqltrace-pfs");
+    const std::string &dir = tmp.path();
     std::string file = dir + "/plain";
     std::ofstream(file) << "x";
     auto w = PfsSqlWriter::open(file);
@@ -553,7 +545,6 @@ TEST(PfsSqlWriter, OpenRefusesUnusableDirectories) {
     EXPECT_EQ(w2.error().message, "cannot create trace directory " + dir +
                                       "/missing/deeper: No such file or directory");
     EXPECT_FALSE(PfsSqlWriter::open("").ok());
-    remove_tree(dir);
 }
 
 }  // namespace

@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 extern char **environ;
 
 namespace {
@@ -56,13 +58,11 @@ std::string with_inherited(const std::string &preload) {
 // Runs argv with LD_PRELOAD set to `preload` (nullopt: as inherited).
 Outcome run(const std::vector<std::string> &argv, const std::optional<std::string> &preload) {
     Outcome o;
-    char dir_template[] = "/tmp/shim_preload_test.XXXXXX";
-    const char *dir = mkdtemp(dir_template);
-    EXPECT_NE(dir, nullptr);
-    if (dir == nullptr) {
+    mysqltrace::test::TempDir dir("shim_preload_test");
+    if (dir.path().empty()) {
         return o;
     }
-    fs::path out = fs::path(dir) / "out", err = fs::path(dir) / "err";
+    const std::string out = dir.file("out"), err = dir.file("err");
 
     std::vector<std::string> env;
     for (char **e = environ; *e != nullptr; e++) {
@@ -100,7 +100,6 @@ Outcome run(const std::vector<std::string> &argv, const std::optional<std::strin
         o.out = slurp(out);
         o.err = slurp(err);
     }
-    fs::remove_all(dir);
     return o;
 }
 
@@ -134,16 +133,14 @@ TEST(ShimPreload, ShimLoadedTwice) {
     auto plain = run(prog, std::nullopt);
     // The same path twice is loaded once; a copy elsewhere is a second
     // object whose interposers then chain to the first's.
-    char dir_template[] = "/tmp/shim_copy.XXXXXX";
-    const char *dir = mkdtemp(dir_template);
-    ASSERT_NE(dir, nullptr);
-    fs::path copy = fs::path(dir) / "libmysqltrace-shim-copy.so";
+    mysqltrace::test::TempDir dir("shim_copy");
+    ASSERT_FALSE(dir.path().empty());
+    fs::path copy = dir.file("libmysqltrace-shim-copy.so");
     fs::copy_file(kShim, copy);
     expect_same(plain, run(prog, with_inherited(kShim + ":" + kShim)), "the same shim twice");
     expect_same(plain, run(prog, with_inherited(kShim + ":" + copy.string())), "two copies");
     auto maps = run({"/bin/cat", "/proc/self/maps"}, with_inherited(kShim + ":" + copy.string()));
     EXPECT_NE(maps.out.find(copy.string()), std::string::npos);
-    fs::remove_all(dir);
 }
 
 TEST(ShimPreload, AlongsideAnotherPreload) {

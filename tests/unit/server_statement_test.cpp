@@ -365,6 +365,45 @@ TEST(ServerRender, SampledSharesPerStatementClass) {
     EXPECT_EQ(j["stages"][1]["on_cpu_samples"], 60);
 }
 
+// The text summary says what its shares rest on: samples, switches, or nothing.
+TEST(ServerRender, SampledSummaryTextSaysWhatTheSharesRestOn) {
+    std::vector<mysqltrace::server::StageSite> sites;
+    mysqltrace::output::ServerRenderer r(
+        mysqltrace::output::ServerFormat::text, 99, sites,
+        [](uint64_t a) { return std::string(a == 0x10 ? "Executing" : "User sleep"); });
+    auto sampled = [&](uint32_t command, uint64_t end_ns, const std::string &text,
+                       const std::vector<mt_stage_samples> &samples) {
+        auto ev = base_event();
+        ev.command = command;
+        ev.hdr.ts_ns = end_ns;
+        ev.flags |= MT_STMT_SAMPLED;
+        ev.sample_period_us = 1000;
+        ev.text_len = static_cast<uint32_t>(text.size());
+        auto rec = record(ev, {}, "", "", text, samples);
+        Statement st;
+        ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+        r.statement(st);
+    };
+    sampled(3, 401'000'000, "select benchmark(9, 1)",
+            {{0x10, 300, 0, 0}, {0x20, 0, 1, 100'000'000}});
+    sampled(3, 201'000'000, "select sleep(0.2)", {{0x20, 0, 1, 200'000'000}});
+    sampled(1, 1'002'000, "", {});  // COM_QUIT: 2 us, no text
+    EXPECT_EQ(r.summary(),
+              "\n---- where the time went, by statement class and stage (sampled) ----\n"
+              "# statement/sql/select x1, 0.400000 s total: select benchmark(?)\n"
+              "   75.0%  Executing                               300 samples  off-CPU 0.00 us\n"
+              "   25.0%  User sleep                                0 samples  off-CPU 100.00 ms\n"
+              "  (300 on-CPU samples every 1000 us, share of on-CPU time +-6%; off-CPU time "
+              "measured at each switch)\n"
+              "# statement/sql/select x1, 0.200000 s total: select sleep(?)\n"
+              "  100.0%  User sleep                                0 samples  off-CPU 200.00 ms\n"
+              "  (no on-CPU sample every 1000 us: the shares are of the off-CPU time, measured "
+              "at each switch)\n"
+              "# statement/com/Quit x1, 0.000002 s total\n"
+              "  (no sample: a timer every 1000 us found none of them running, and none was "
+              "switched out)\n");
+}
+
 }  // namespace
 
 namespace {

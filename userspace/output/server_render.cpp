@@ -605,9 +605,9 @@ std::string ServerRenderer::summary() {
             continue;
         }
         char buf[256];
-        std::snprintf(buf, sizeof(buf), "# %s x%llu, %s s total: %s\n", c->event_name.c_str(),
+        std::snprintf(buf, sizeof(buf), "# %s x%llu, %s s total%s%s\n", c->event_name.c_str(),
                       static_cast<unsigned long long>(c->count), seconds(c->wait_ns).c_str(),
-                      escape_text(digest.substr(0, 160)).c_str());
+                      digest.empty() ? "" : ": ", escape_text(digest.substr(0, 160)).c_str());
         out += buf;
         for (const auto &[name, ns] : shares) {
             const auto &t = c->stages.at(name);
@@ -617,11 +617,24 @@ std::string ServerRenderer::summary() {
                           human_duration(t.off_cpu_ns).c_str());
             out += buf;
         }
-        std::snprintf(buf, sizeof(buf),
-                      "  (%llu on-CPU samples every %llu us, share of on-CPU time +-%.0f%%; "
-                      "off-CPU time measured at each switch)\n",
-                      static_cast<unsigned long long>(samples),
-                      static_cast<unsigned long long>(c->period_us), rel);
+        const auto period = static_cast<unsigned long long>(c->period_us);
+        if (shares.empty()) {
+            // Too short to be sampled, and never switched out.
+            std::snprintf(buf, sizeof(buf),
+                          "  (no sample: a timer every %llu us found none of them running, and "
+                          "none was switched out)\n",
+                          period);
+        } else if (samples == 0) {
+            std::snprintf(buf, sizeof(buf),
+                          "  (no on-CPU sample every %llu us: the shares are of the off-CPU time, "
+                          "measured at each switch)\n",
+                          period);
+        } else {
+            std::snprintf(buf, sizeof(buf),
+                          "  (%llu on-CPU samples every %llu us, share of on-CPU time +-%.0f%%; "
+                          "off-CPU time measured at each switch)\n",
+                          static_cast<unsigned long long>(samples), period, rel);
+        }
         out += buf;
     }
     return out;

@@ -539,10 +539,8 @@ TEST(CallsMariadb, DispatchParseExecuteNested) {
                          "in "),
               std::string::npos)
         << r.err;
-    std::ifstream in(out);
     std::map<uint64_t, std::vector<std::string>> per_thread;
-    for (std::string line; std::getline(in, line);) {
-        auto e = json::parse(line);
+    for (const auto &e : read_json_lines(out)) {
         std::string s = e["kind"].get<std::string>() + " " + e["function"].get<std::string>() +
                         " @" + e["depth"].dump();
         if (e["kind"] == "return" && e["returned"] != true) {

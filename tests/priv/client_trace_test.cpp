@@ -307,12 +307,10 @@ TEST_F(ClientTrace, SysbenchCommandsMatchItsOwnCount) {
     const long reported = std::stol(m[1]);
     EXPECT_EQ(reported, 3000);
 
-    std::ifstream in(out_);
     std::map<std::string, long> sent;
     std::set<uint64_t> conns;
     long summaries = 0;
-    for (std::string line; std::getline(in, line);) {
-        auto j = nlohmann::json::parse(line);
+    for (const auto &j : mysqltrace::test::read_json_lines(out_)) {
         if (j["kind"] == "protocol" && j["event"] == "SEND_COMMAND") {
             sent[j["command"].get<std::string>()]++;
             conns.insert(j["conn"].get<uint64_t>());

@@ -300,15 +300,13 @@ TEST_F(RunTrace, SysbenchUnchangedByTheShimAndFullyTraced) {
     EXPECT_EQ(counts(t.out), counts(plain.out));
     EXPECT_NE(t.err.find(" 0 records dropped; traced process exited\n"), std::string::npos)
         << t.err;
-    std::ifstream in(out_);
     std::map<std::string, long> seen;
-    for (std::string line; std::getline(in, line);) {
-        auto j = nlohmann::json::parse(line);
+    for (const auto &j : mysqltrace::test::read_json_lines(out_)) {
         if (j["kind"] == "protocol" && j["event"] == "SEND_COMMAND") {
             seen[j["command"].get<std::string>()]++;
         } else if (j["kind"] == "api") {
             seen[j["function"].get<std::string>()]++;
-            EXPECT_FALSE(j["failed"].get<bool>()) << line;
+            EXPECT_FALSE(j["failed"].get<bool>()) << j.dump();
         }
     }
     EXPECT_EQ(seen["COM_STMT_EXECUTE"], 2000);

@@ -240,23 +240,25 @@ static __always_inline void gather(__u8 *g, void *thd) {
 // The status and affected rows of the statement's Diagnostics_area `da`.
 static __always_inline void da_outcome(__u8 *g, void *thd, void *da, __u32 *status,
                                        __u64 *affected) {
+    __s32 status_at = at_main_da_status, affected_at = at_main_da_affected_rows;
+
     *status = 0;
     *affected = 0;
     if (!da)
         return;
-    if (off_main_da >= 0 && da == thd + off_main_da) {
-        *status = gathered_u32(g, at_main_da_status);
-        if (*status == DA_OK || *status == DA_OK_BULK)
-            *affected = gathered(g, at_main_da_affected_rows);
-        return;
+    if (off_main_da < 0 || da != thd + off_main_da) {
+        // Another area than the THD's own: one more copy.
+        if (da_win_len == 0 || da_win_len > MT_DA_WINDOW_MAX)
+            return;
+        if (bpf_probe_read_user(g + MT_THD_WINDOWS * MT_THD_WINDOW_MAX, da_win_len,
+                                da + da_win_off))
+            return;
+        status_at = at_da_status;
+        affected_at = at_da_affected_rows;
     }
-    if (da_win_len == 0 || da_win_len > MT_DA_WINDOW_MAX)
-        return;
-    if (bpf_probe_read_user(g + MT_THD_WINDOWS * MT_THD_WINDOW_MAX, da_win_len, da + da_win_off))
-        return;
-    *status = gathered_u32(g, at_da_status);
+    *status = gathered_u32(g, status_at);
     if (*status == DA_OK || *status == DA_OK_BULK)
-        *affected = gathered(g, at_da_affected_rows);
+        *affected = gathered(g, affected_at);
 }
 
 // Called by the thread itself, so it is on a CPU now; `now`: bpf_ktime_get_ns()

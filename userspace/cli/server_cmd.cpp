@@ -29,6 +29,7 @@ struct ServerArgs : TraceArgs {
     double min_duration_ms = 0;
     std::string db;
     std::string user;
+    bool show_secrets = false;
 };
 
 server::StageMode stage_mode(const std::string &s) {
@@ -139,6 +140,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.ring.bytes_per_cpu = a.ring_kib << 10;
     opts.waits = a.waits;
     opts.table_io = a.table_io;
+    opts.show_secrets = a.show_secrets;
     server::WaitNamer namer(a.pid, target->file, target->load_bias);
     // Accounts are sent only for what needs them: trace file names, --user.
     opts.accounts = pfs_sql || !a.user.empty();
@@ -335,6 +337,10 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     cmd->add_option("--max-sql", a->max_sql, "Bytes of statement text kept per statement")
         ->check(CLI::Range(0, 65536))
         ->capture_default_str();
+    cmd->add_flag("--show-secrets", a->show_secrets,
+                  "Do not redact passwords and keys in statement texts (IDENTIFIED BY, SET "
+                  "PASSWORD, MASTER_PASSWORD, AES_ENCRYPT keys, ...) and in the parse errors "
+                  "that quote them; every output redacts them by default");
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_server(*a, global); }; });
 }
 

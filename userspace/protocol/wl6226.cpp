@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "protocol/constants.h"
-#include "protocol/redact.h"
+#include "sql/redact.h"
 #include "protocol/wl6226_util.h"
 
 namespace mysqltrace::protocol {
@@ -563,6 +563,10 @@ void ConnectionTracer::attach_packet(ProtocolEvent &ev, const Packet &p, bool se
     if (!options_.keep_packets) {
         return;
     }
+    // What answers a statement with secrets may quote them (a column named
+    // after its expression, a parse error): no dump of it either.
+    const PendingCommand *h = head();
+    secret = secret || (h != nullptr && h->sql_redacted);
     if (secret && !options_.show_secrets) {
         ev.packet_redacted = true;
         return;
@@ -896,8 +900,9 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
             sql = *cmd->sql;
         } else {
             bool changed = false;
-            sql = redact_sql(*cmd->sql, &changed);
+            sql = mysqltrace::sql::redact_sql(*cmd->sql, &changed);
             secret = secret || changed;
+            pc.sql_redacted = changed;
         }
     }
     // How long the statement really is, when only its start is here.

@@ -130,6 +130,7 @@ class ConnectionTracer {
         uint8_t code = 0;
         Stage after_send = Stage::ready_for_command;
         uint64_t wait_start_ns = 0;  // client waiting since; 0 when not
+        bool sql_redacted = false;   // its statement had secrets: so may its parse error
         CommandSummary summary;
     };
     struct Ctx {

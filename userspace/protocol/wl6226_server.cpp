@@ -7,6 +7,7 @@
 #include "protocol/constants.h"
 #include "protocol/wl6226.h"
 #include "protocol/wl6226_util.h"
+#include "sql/redact.h"
 
 namespace mysqltrace::protocol {
 
@@ -15,18 +16,23 @@ using detail::join;
 using detail::kMaxColumns;
 
 void ConnectionTracer::fill_error(ProtocolEvent &ev, const ErrPacket &err) {
+    PendingCommand *h = head();
+    std::string message = err.message;
+    if (h != nullptr && h->sql_redacted) {
+        sql::redact_error_message(&message);
+    }
     ev.error_code = err.code;
     ev.sqlstate = err.sqlstate;
-    ev.error_message = err.message;
+    ev.error_message = message;
     if (err.sqlstate.empty()) {
-        ev.details.push_back("Server error " + std::to_string(err.code) + ": " + err.message);
+        ev.details.push_back("Server error " + std::to_string(err.code) + ": " + message);
     } else {
         ev.details.push_back("Server error " + std::to_string(err.code) + " (" + err.sqlstate +
-                             "): " + err.message);
+                             "): " + message);
     }
-    if (PendingCommand *h = head()) {
+    if (h != nullptr) {
         h->summary.error_code = err.code;
-        h->summary.error_message = err.message;
+        h->summary.error_message = std::move(message);
     }
 }
 
@@ -460,6 +466,10 @@ void ConnectionTracer::server_field_def(Packet &p, ProtocolEvent &ev) {
             result_types_.push_back({def->type, (def->flags & kColumnFlagUnsigned) != 0});
         }
         std::string name = def->table.empty() ? def->name : def->table + "." + def->name;
+        // An expression's column is named by its text: SELECT AES_ENCRYPT(x, 'key').
+        if (!options_.show_secrets) {
+            sql::redact_in_place(&name);
+        }
         ev.details.push_back("Field: " + name + " " + field_type_name(def->type));
     } else {
         if (room) {

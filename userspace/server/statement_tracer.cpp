@@ -20,6 +20,7 @@
 #include "proc/maps.h"
 #include "server.skel.h"
 #include "server/read_plan.h"
+#include "sql/redact.h"
 
 namespace mysqltrace::server {
 
@@ -366,6 +367,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     t->sink_ = std::move(sink);
     t->wait_sink_ = std::move(wait_sink);
     t->pid_ = target.pid;
+    t->show_secrets_ = opts.show_secrets;
     t->skel_ = ::server::open();
     if (t->skel_ == nullptr) {
         return make_error(errno, "cannot open the server BPF object");
@@ -430,6 +432,10 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
             if (decode_account(rec, &account)) {
                 self->accounts_.add(std::move(account));
             } else if (decode_statement(rec, &self->decoded_)) {
+                // Here, once for every output: no renderer sees a secret.
+                if (!self->show_secrets_ && sql::redact_in_place(&self->decoded_.text)) {
+                    sql::redact_error_message(&self->decoded_.message);
+                }
                 self->sink_(self->decoded_);
             } else if (decode_wait(rec, &w) || decode_table_io(rec, &w)) {
                 if (self->wait_sink_) {

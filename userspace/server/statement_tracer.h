@@ -99,6 +99,7 @@ struct StatementTracerOptions {
     bool waits = false;            // syscall tracepoints: locks, file and socket I/O, idle
     bool accounts = false;         // send each connection's user@host (accounts())
     bool table_io = false;         // handler row operations as wait/io/table/sql/handler
+    bool show_secrets = false;     // statement texts and messages as the server has them
     bpf::RingOptions ring;
 };
 
@@ -141,6 +142,7 @@ class StatementTracer {
     std::function<void(const Statement &)> sink_;
     std::function<void(const Wait &)> wait_sink_;
     uint64_t undecodable_ = 0;
+    bool show_secrets_ = false;
     Statement decoded_;  // reused: its strings and stage list keep their memory
     Accounts accounts_;
 };

@@ -146,7 +146,8 @@ ensure_chroot() {
 }
 
 # Creates DIR's mount point inside the chroot and records the directories it
-# had to create (outermost first) in DIR/chroot-mountpoints, for stop.
+# had to create (host paths, outermost first) in DIR/chroot-mountpoints, for
+# stop and the C++ harness's teardown.
 make_mountpoint() {
     local dir=$1 path="" part
     local -a created=()
@@ -156,7 +157,7 @@ make_mountpoint() {
         if [[ ! -d $MYSQL_CHROOT$path ]]; then
             mkdir "$MYSQL_CHROOT$path" 2>/dev/null || [[ -d $MYSQL_CHROOT$path ]] ||
                 die "cannot create $MYSQL_CHROOT$path"
-            created+=("$path")
+            created+=("$MYSQL_CHROOT$path")
         fi
     done
     if [[ ${#created[@]} -gt 0 ]]; then
@@ -170,8 +171,8 @@ remove_mountpoints() {
     local dir=$1 path
     [[ -r $dir/chroot-mountpoints ]] || return 0
     tac "$dir/chroot-mountpoints" | while IFS= read -r path; do
-        [[ $path == /* && $path != *..* ]] || continue
-        rmdir "$MYSQL_CHROOT$path" 2>/dev/null || true
+        [[ $path == /* ]] || continue
+        rmdir -- "$path" 2>/dev/null || true
     done
 }
 

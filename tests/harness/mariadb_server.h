@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ enum class ServerFlavour { mariadb, mysql };
 
 // "mariadb" or "mysql": gtest parameter names, messages.
 std::string flavour_name(ServerFlavour flavour);
+// So that gtest prints a flavour parameter by name.
+inline std::ostream &operator<<(std::ostream &out, ServerFlavour flavour) {
+    return out << flavour_name(flavour);
+}
 // Every flavour the harness starts, for INSTANTIATE_TEST_SUITE_P(...,
 // testing::ValuesIn(all_flavours()), ...).
 std::vector<ServerFlavour> all_flavours();

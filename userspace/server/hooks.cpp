@@ -45,7 +45,8 @@ std::vector<elf::ProbeSite> call_sites(const elf::ElfFile &file, const elf::Symb
                 if (off) {
                     elf::ProbeSite s;
                     s.offset = *off;
-                    s.cost = elf::classify_instruction(bytes.subspan(at), &s.instruction);
+                    s.cost = elf::classify_instruction(bytes.subspan(at));
+                    s.instruction = "call rel32";
                     sites.push_back(s);
                 }
             }

@@ -683,7 +683,9 @@ int BPF_KPROBE(server_sql_command_m8, void *thd) {
     return 0;
 }
 
-// The end-of-command stage site of dispatch_command.
+// The end-of-command stage site of dispatch_command, or (end_per_statement)
+// a call of log_slow_statement there; cookie 1: a site after which another
+// statement of the same query follows.
 SEC("uprobe")
 int server_command_end(struct pt_regs *ctx) {
     struct thread_state *st;
@@ -692,7 +694,7 @@ int server_command_end(struct pt_regs *ctx) {
         return 0;
     st = state_of(0);
     if (st && st->active) {
-        end_statement(st, MT_STMT_ENDED, 0);
+        end_statement(st, MT_STMT_ENDED | (bpf_get_attach_cookie(ctx) == 1 ? MT_STMT_MORE : 0), 0);
         // After COM_QUIT the thread waits for a new connection: none of its
         // waits belong to this THD any more.
         if (st->ev.command == COM_QUIT)

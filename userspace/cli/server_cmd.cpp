@@ -251,6 +251,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     };
     auto stop = trace::run_loop((*tracer)->rings(), lo);
     auto flushed = (*tracer)->rings().flush();
+    (*tracer)->flush_held();
     if (trace_files) {
         trace_files->flush();
     }

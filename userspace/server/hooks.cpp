@@ -56,6 +56,35 @@ std::vector<elf::ProbeSite> call_sites(const elf::ElfFile &file, const elf::Symb
     return sites;
 }
 
+bool call_follows(const elf::ElfFile &file, const elf::Symbol &caller, uint64_t site_vaddr,
+                  const elf::Symbol &callee) {
+    if (site_vaddr < caller.vaddr || site_vaddr >= caller.vaddr + caller.size) {
+        return false;
+    }
+    const uint64_t n = caller.vaddr + caller.size - site_vaddr;
+    auto code = file.read(site_vaddr, n);
+    if (!code) {
+        return false;
+    }
+    elf::Disassembler d;
+    std::span<const uint8_t> bytes(*code);
+    for (size_t at = 0; at < bytes.size();) {
+        const cs_insn *insn = d.decode(bytes.subspan(at), site_vaddr + at);
+        if (insn == nullptr || insn->id == X86_INS_RET) {
+            return false;
+        }
+        if (at > 0 && insn->id == X86_INS_CALL && insn->size == 5 && bytes[at] == 0xe8) {
+            int32_t rel = 0;
+            std::memcpy(&rel, &bytes[at + 1], 4);
+            if (site_vaddr + at + 5 + static_cast<int64_t>(rel) == callee.vaddr) {
+                return true;
+            }
+        }
+        at += insn->size;
+    }
+    return false;
+}
+
 Result<elf::ProbeSite> entry_probe_site(const elf::ElfFile &file, const elf::Symbol &sym) {
     auto code = file.read(sym.vaddr, 16);
     if (!code) {

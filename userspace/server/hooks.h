@@ -29,6 +29,14 @@ std::optional<elf::Symbol> find_by_prefix(const elf::ElfFile &file, std::string_
 std::vector<elf::ProbeSite> call_sites(const elf::ElfFile &file, const elf::Symbol &caller,
                                        const elf::Symbol &callee);
 
+// Whether, from `site` on in `caller`'s code (in address order), a direct
+// call of `callee` comes before the first `ret`: MySQL's dispatch_command
+// calls log_slow_statement inside its multi-statement loop, right before
+// dispatch_sql_command runs the next statement, and once more before it
+// returns.
+bool call_follows(const elf::ElfFile &file, const elf::Symbol &caller, uint64_t site_vaddr,
+                  const elf::Symbol &callee);
+
 // The entry probe site of `sym` (after a leading endbr64), or an error.
 Result<elf::ProbeSite> entry_probe_site(const elf::ElfFile &file, const elf::Symbol &sym);
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -251,11 +252,18 @@ uint64_t starting_stage_name(const ServerTarget &t) {
 // site: its calls of log_slow_statement(THD*) (emulated `call rel32`), or
 // else the entry of log_slow_statement when it is cheap to probe. Empty
 // when neither can be probed without single-stepping.
+// `more`: per site, whether the statement hook `statement` is called after
+// it before dispatch_command returns (the multi-statement loop's site).
 std::vector<elf::ProbeSite> log_slow_statement_sites(const elf::ElfFile &f,
                                                      const elf::Symbol &dispatch,
-                                                     const std::string &symbol) {
+                                                     const std::string &symbol,
+                                                     const std::string &statement,
+                                                     std::vector<bool> *more) {
     auto callee = f.find(symbol);
-    if (!callee) {
+    auto stmt = f.find(statement);
+    auto base = f.vaddr_to_offset(dispatch.vaddr);
+    more->clear();
+    if (!callee || !stmt || !base) {
         return {};
     }
     auto cheap = [](const elf::ProbeSite &s) {
@@ -263,9 +271,13 @@ std::vector<elf::ProbeSite> log_slow_statement_sites(const elf::ElfFile &f,
     };
     auto sites = call_sites(f, dispatch, *callee);
     if (!sites.empty() && std::all_of(sites.begin(), sites.end(), cheap)) {
+        for (const auto &s : sites) {
+            more->push_back(call_follows(f, dispatch, dispatch.vaddr + (s.offset - *base), *stmt));
+        }
         return sites;
     }
     if (auto entry = entry_site(f, *callee); entry && cheap(*entry)) {
+        more->push_back(false);  // which caller it is cannot be told here
         return {*entry};
     }
     return {};
@@ -400,7 +412,8 @@ Result<ServerTarget> resolve_server(pid_t pid) {
         t.end_offset = 0;
     }
     if (t.end_offset == 0 && !force_return && !prof->end_statement.empty()) {
-        t.end_sites = log_slow_statement_sites(f, *dispatch, prof->end_statement);
+        t.end_sites = log_slow_statement_sites(f, *dispatch, prof->end_statement, prof->statement,
+                                               &t.end_site_more);
     }
     if (t.end_offset == 0 && t.end_sites.empty()) {
         // Another build: a return probe ends commands instead (about twice
@@ -510,7 +523,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
             if (decode_account(rec, &account)) {
                 self->accounts_.add(std::move(account));
             } else if (decode_statement(rec, &self->decoded_)) {
-                self->sink_(self->decoded_);
+                self->on_statement(self->decoded_);
             } else if (decode_wait(rec, &w) || decode_table_io(rec, &w)) {
                 if (self->wait_sink_) {
                     self->wait_sink_(w);
@@ -526,11 +539,12 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
 
     auto *progs = &t->skel_->progs;
     const bool mysql8 = target.profile == ServerProfile::mysql8;
-    auto uprobe = [&](bpf_program *prog, uint64_t offset, bool retprobe,
+    auto uprobe = [&](bpf_program *prog, uint64_t offset, bool retprobe, uint64_t cookie,
                       const std::string &what) -> Result<bpf::Link> {
         bpf_uprobe_opts uo{};
         uo.sz = sizeof(uo);
         uo.retprobe = retprobe;
+        uo.bpf_cookie = cookie;
         bpf_link *l =
             bpf_program__attach_uprobe_opts(prog, target.pid, target.exe.c_str(), offset, &uo);
         if (l == nullptr) {
@@ -546,21 +560,28 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
                         target.parse_site.offset, false,
                         mysql8 ? "dispatch_sql_command" : "mysql_parse"},
          }) {
-        auto l = uprobe(prog, off, ret, what);
+        auto l = uprobe(prog, off, ret, 0, what);
         if (!l) {
             return l.error();
         }
         t->links_.push_back(std::move(l).value());
     }
-    std::vector<std::pair<uint64_t, bool>> ends;
-    for (const auto &s : target.end_sites) {
-        ends.emplace_back(s.offset, false);
+    struct End {
+        uint64_t offset;
+        bool ret;
+        uint64_t cookie;  // 1: another statement of the query follows
+    };
+    std::vector<End> ends;
+    for (size_t i = 0; i < target.end_sites.size(); i++) {
+        const bool more = i < target.end_site_more.size() && target.end_site_more[i];
+        ends.push_back({target.end_sites[i].offset, false, more ? 1u : 0u});
     }
     if (ends.empty()) {
-        ends.emplace_back(target.end_offset, target.end_is_return);
+        ends.push_back({target.end_offset, target.end_is_return, 0});
     }
-    for (auto [off, ret] : ends) {
-        auto l = uprobe(progs->server_command_end, off, ret, "the end of a statement");
+    for (const auto &e : ends) {
+        auto l =
+            uprobe(progs->server_command_end, e.offset, e.ret, e.cookie, "the end of a statement");
         if (!l) {
             return l.error();
         }
@@ -656,6 +677,54 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         t->skel_->bss->exact_stages = opts.stages == StageMode::exact ? 1 : 0;
     }
     return t;
+}
+
+namespace {
+
+// MySQL's own cut (dispatch_command): a statement of a multi-statement
+// query runs to the character before its ';', the next one begins after the
+// blanks that follow.
+void cut_before(Statement &s, uint64_t next_addr) {
+    if (next_addr <= s.text_addr || next_addr - s.text_addr > s.text.size()) {
+        return;
+    }
+    std::string_view t(s.text.data(), next_addr - s.text_addr);
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) {
+        t.remove_suffix(1);
+    }
+    if (!t.empty() && t.back() == ';') {
+        t.remove_suffix(1);
+    }
+    s.text.resize(t.size());
+    s.text_len = static_cast<uint32_t>(t.size());
+}
+
+}  // namespace
+
+void StatementTracer::on_statement(const Statement &s) {
+    auto held = std::find_if(held_.begin(), held_.end(),
+                             [&](const Statement &h) { return h.tid == s.tid; });
+    if (held != held_.end()) {
+        if (s.seq == held->seq + 1 && s.command == held->command) {
+            cut_before(*held, s.text_addr);
+        }
+        Statement h = std::move(*held);
+        held_.erase(held);
+        sink_(h);
+    }
+    if ((s.flags & MT_STMT_MORE) != 0) {
+        held_.push_back(s);
+        return;
+    }
+    sink_(s);
+}
+
+void StatementTracer::flush_held() {
+    auto held = std::move(held_);
+    held_.clear();
+    for (const auto &h : held) {
+        sink_(h);
+    }
 }
 
 void StatementTracer::detach_stages() {

@@ -65,6 +65,9 @@ struct ServerTarget {
     // dispatch_command, after each statement (also of a multi-statement
     // query) and each other command; end_offset is then unused.
     std::vector<elf::ProbeSite> end_sites;
+    // Per end site: another statement of the same query follows it (the
+    // multi-statement loop's call), so its text is cut where that one's begins.
+    std::vector<bool> end_site_more;
     ThdLayout layout;
     // Every stage site found (exact mode): those that name their stage, then
     // those whose stage is read from the THD when they fire.
@@ -127,6 +130,10 @@ class StatementTracer {
     size_t stage_probe_count() const { return stage_probes_; }
     // Removes the exact stage probes; statements go on being traced.
     void detach_stages();
+    // Hands over the statements still waiting for the next statement of
+    // their query (MT_STMT_MORE) with the text they have: call after the
+    // last drain.
+    void flush_held();
 
     // The stage name at server address `addr` (a THD::proc_info value),
     // read from the server's memory at each call: ServerRenderer asks once
@@ -148,6 +155,10 @@ class StatementTracer {
     std::function<void(const Wait &)> wait_sink_;
     uint64_t undecodable_ = 0;
     Statement decoded_;  // reused: its strings and stage list keep their memory
+    // Per server thread: a statement ended with MT_STMT_MORE, held until the
+    // next one of its query shows where its text ends.
+    std::vector<Statement> held_;
+    void on_statement(const Statement &s);
     Accounts accounts_;
 };
 

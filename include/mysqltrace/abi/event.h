@@ -115,6 +115,10 @@ enum mt_statement_flags {
     MT_STMT_CUT = 4,       // the thread began another command before this one's end was seen
     MT_STMT_EXACT = 8,     // exact stage probes were attached while it ran
     MT_STMT_SAMPLED = 16,  // stage sampling was on while it ran
+    // Ended where another statement of the same query follows, while the
+    // THD's text still runs on to the query's end: userspace cuts it where
+    // the next statement's text begins.
+    MT_STMT_MORE = 32,
 };
 
 struct mt_server_statement_event {

@@ -6,6 +6,7 @@
 
 #include "bpf/ring_set.h"
 #include "cli/command.h"
+#include "doctor/server_report.h"
 #include "output/output_file.h"
 #include "output/pfs_sql.h"
 #include "output/server_render.h"
@@ -45,16 +46,28 @@ server::StageMode stage_mode(const std::string &s) {
 int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto target = server::resolve_server(a.pid);
     if (!target) {
-        std::cerr << "mysqltrace: " << target.error().message << "\n";
+        std::cerr << "mysqltrace: " << target.error().message << " (`mysqltrace doctor --pid "
+                  << a.pid << "` shows what this build has)\n";
         return kExitFailure;
+    }
+    // A build whose layout is only partly understood: say what will be
+    // missing; nothing is guessed.
+    std::string lacking;
+    for (const auto &m : doctor::server_modes(*target)) {
+        if (!m.found && m.name.starts_with("  ")) {  // a statement column
+            std::string name = m.name;
+            name.erase(0, name.find_first_not_of(' '));
+            lacking += "\nmysqltrace:   " + name + ": " + m.detail;
+        }
+    }
+    if (!lacking.empty()) {
+        std::cerr << "mysqltrace: this build's analysis is incomplete (`mysqltrace doctor --pid "
+                  << a.pid << "` for details); statements are traced without:" << lacking << "\n";
     }
     auto mode = stage_mode(a.stages);
     const bool mysql8 = target->profile == server::ServerProfile::mysql8;
     const bool exact = mode == server::StageMode::exact || mode == server::StageMode::traps;
-    if (mysql8) {
-        std::cerr << "mysqltrace: MySQL 8 symbol profile (untested against real MySQL "
-                     "binaries): a return probe on dispatch_command ends statements\n";
-    } else if (target->end_is_return) {
+    if (target->end_is_return) {
         std::cerr << "mysqltrace: no end-of-command stage site in this build: a return probe on "
                      "dispatch_command ends statements (dearer)\n";
     }
@@ -256,6 +269,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     };
     auto stop = trace::run_loop((*tracer)->rings(), lo);
     auto flushed = (*tracer)->rings().flush();
+    (*tracer)->flush_held();
     if (trace_files) {
         trace_files->flush();
     }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "elf/elf_file.h"
+#include "server/hooks.h"
 #include "server/stage_sites.h"
 #include "server/thd_layout.h"
 
@@ -127,6 +128,20 @@ uint32_t u32(const uint8_t *p) {
 // What mysqltrace learns from a server binary before it attaches anything:
 // its layout read both ways (MariaDB's and MySQL's accessors), its stage sites.
 void analyse(const elf::ElfFile &file) {
+    // The hooks, found by the start of their mangled names as both servers
+    // spell them, their entry probes, and the end-of-statement call sites.
+    const auto log_slow = server::find_by_prefix(file, "_Z18log_slow_statementP3THD");
+    for (const char *prefix : {"_Z16dispatch_command", "_Z20dispatch_sql_commandP3THD",
+                               "_Z11mysql_parseP3THD", "_ZN3THD11enter_stage"}) {
+        if (auto sym = server::find_by_prefix(file, prefix)) {
+            (void)server::entry_probe_site(file, *sym);
+            if (log_slow) {
+                (void)server::call_sites(file, *sym, *log_slow);
+                (void)server::call_follows(file, *sym, sym->vaddr, *log_slow);
+            }
+        }
+    }
+    (void)server::server_version(file, 0, 0);
     for (bool mysql : {false, true}) {
         if (auto layout = server::derive_thd_layout(file, mysql)) {
             (void)server::find_stage_sites(file, *layout);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -46,8 +47,13 @@ server::StageMode stage_mode(const std::string &s) {
 int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto target = server::resolve_server(a.pid);
     if (!target) {
-        std::cerr << "mysqltrace: " << target.error().message << " (`mysqltrace doctor --pid "
-                  << a.pid << "` shows what this build has)\n";
+        std::cerr << "mysqltrace: " << target.error().message;
+        // A server build the analysis does not understand: doctor names
+        // every hook and field it found or missed.
+        if (target.error().code != ESRCH && target.error().code != ENOEXEC) {
+            std::cerr << " (`mysqltrace doctor --pid " << a.pid << "` shows what this build has)";
+        }
+        std::cerr << "\n";
         return kExitFailure;
     }
     // A build whose layout is only partly understood: say what will be

@@ -322,7 +322,8 @@ Result<ProfileSymbols> detect_profile(const elf::ElfFile &f, const std::string &
                                           "8.0 and later, not supported"};
             }
         }
-        return Error{ENOENT, who + " is not a MySQL/MariaDB server (no dispatch_command symbol)"};
+        // ENOEXEC: not a server at all, where a missing hook is ENOENT.
+        return Error{ENOEXEC, who + " is not a MySQL/MariaDB server (no dispatch_command symbol)"};
     }
     if (auto ls = f.find(kLogSlowStatement)) {
         p.end_statement = ls->name;

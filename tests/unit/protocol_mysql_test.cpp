@@ -344,11 +344,10 @@ TEST(Mysql97, Sha2FullAuthenticationOverTls) {
     Collector c = run(recs, dump);
     Seq seq = auth_sequence(c);
     Seq expected = {
-        "AUTHENTICATE AUTH_PLUGIN: Using authentication plugin: caching_sha2_password",
         "AUTHENTICATE SEND_SSL_REQUEST: SSL request; client capabilities: 0x19bfaa8d",
-        "SSL_NEGOTIATION PACKET_SENT: packet sent: 32 bytes",
         "SSL_NEGOTIATION SSL_CONNECT",
         "SSL_NEGOTIATION SSL_CONNECTED",
+        "AUTHENTICATE AUTH_PLUGIN: Using authentication plugin: caching_sha2_password",
         "AUTHENTICATE SEND_AUTH_RESPONSE: Connection attributes: _pid=7554, _platform=x86_64, "
         "_os=Linux, _client_name=libmysql, os_user=root, _client_version=9.7.4, "
         "program_name=mysql",

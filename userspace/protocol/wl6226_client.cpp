@@ -194,18 +194,16 @@ void ConnectionTracer::handle_auth_client_packet(Packet &p, const Ctx &ctx) {
         greeting_plugin_.empty() ? std::string("mysql_native_password") : greeting_plugin_;
 
     if (hr && hr->ssl_request) {
+        // As libmysqlclient reports it (checked against its own trace plugin,
+        // 9.7): no PACKET_SENT for the SSL request, and the auth plugin is
+        // announced once TLS is up, with the handshake response.
         client_caps_ = hr->capabilities;
-        announce(fallback_plugin);
         ProtocolEvent ev =
             packet_event(TraceEvent::send_ssl_request, Stage::authenticate, p, ctx, p.ts_first_ns);
         ev.details.push_back("SSL request; client capabilities: " + hex64(hr->capabilities));
         attach_packet(ev, p, false);
         emit(ev);
         stage_ = Stage::ssl_negotiation;
-        ProtocolEvent sent =
-            packet_event(TraceEvent::packet_sent, Stage::ssl_negotiation, p, ctx, p.ts_last_ns);
-        sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
-        emit(sent);
         ProtocolEvent connect =
             make_event(TraceEvent::ssl_connect, Stage::ssl_negotiation, p.ts_last_ns, ctx);
         emit(connect);

@@ -281,7 +281,8 @@ TEST(Decode, Commands) {
                        64);
     ASSERT_TRUE(c);
     EXPECT_EQ(c->sql, "SELECT 2");
-    EXPECT_EQ(c->params, (std::vector<std::string>{"'x'"}));
+    EXPECT_EQ(c->attributes, (std::vector<QueryAttribute>{{"a", "'x'"}}));
+    EXPECT_TRUE(c->params.empty());
     c = decode_command(cat({Vec{0x03, 0x00, 0x01}, text("SELECT 3")}),
                        cap::protocol_41 | cap::query_attributes, std::nullopt, nullptr, nullptr,
                        64);

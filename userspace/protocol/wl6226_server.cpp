@@ -218,6 +218,7 @@ void ConnectionTracer::server_init_packet(Packet &p, ProtocolEvent &ev) {
             stage_ = Stage::authenticate;
             auth_writes_ = 0;
             change_user_auth_ = false;
+            sha2_step_ = Sha2Step::none;
             return;
         }
     }
@@ -279,6 +280,7 @@ void ConnectionTracer::server_authenticate(Packet &p, ProtocolEvent &ev) {
             ev.details.push_back("Auth switch request: plugin " + plugin + ", " +
                                  std::to_string(sw ? sw->data_len : 0) + " bytes of data");
             emit(ev);
+            sha2_step_ = Sha2Step::none;
             if (!plugin.empty()) {
                 announced_plugin_ = plugin;
                 ProtocolEvent ap =
@@ -292,11 +294,20 @@ void ConnectionTracer::server_authenticate(Packet &p, ProtocolEvent &ev) {
         case 0x01: {
             attach_packet(ev, p, true);
             std::string line = "Auth more data: " + std::to_string(p.length - 1) + " bytes";
-            // caching_sha2_password's one-byte verdicts.
+            // caching_sha2_password's one-byte verdicts, and the public key
+            // it sends a client that asked for it (PEM, not a secret).
+            static constexpr std::string_view kPem = "-----BEGIN PUBLIC KEY-----";
+            const std::string_view body(reinterpret_cast<const char *>(p.payload.data()) + 1,
+                                        p.payload.size() - 1);
             if (p.length == 2 && p.payload.size() == 2 && p.payload[1] == 3) {
                 line += " (fast authentication succeeded)";
+                sha2_step_ = Sha2Step::none;
             } else if (p.length == 2 && p.payload.size() == 2 && p.payload[1] == 4) {
                 line += " (full authentication required)";
+                sha2_step_ = Sha2Step::full_auth;
+            } else if (body.starts_with(kPem)) {
+                line += " (the server's RSA public key)";
+                sha2_step_ = Sha2Step::key_received;
             }
             ev.details.push_back(line);
             emit(ev);

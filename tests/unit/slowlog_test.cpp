@@ -49,7 +49,7 @@ TEST(Slowlog, RecordsAsMariadbWritesThem) {
               "# Thread_id: 12  Schema: shop  QC_hit: No\n"
               "# Query_time: 0.000152  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 7\n"
               "# Rows_affected: 0\n"
-              "use shop;\n"
+              "use `shop`;\n"
               "SET timestamp=T;\n"
               "SELECT c FROM t WHERE id=7;\n");
     // The same schema again: no `use`; an address is the IP field.

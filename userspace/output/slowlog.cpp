@@ -81,9 +81,14 @@ const std::string &SlowlogRenderer::statement(const server::Statement &st,
     append_uint(out, st.rows_affected);
     out += '\n';
     if (!st.db.empty() && st.db != last_db_) {
-        out += "use ";
-        out += st.db;
-        out += ";\n";
+        out += "use `";  // quoted as MariaDB quotes it
+        for (const char c : st.db) {
+            out += c;
+            if (c == '`') {
+                out += '`';
+            }
+        }
+        out += "`;\n";
         last_db_ = st.db;
     }
     out += "SET timestamp=";

@@ -11,7 +11,7 @@
 //   # Thread_id: 12  Schema: shop  QC_hit: No
 //   # Query_time: 0.000151  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 1
 //   # Rows_affected: 0
-//   use shop;
+//   use `shop`;
 //   SET timestamp=1764061445;
 //   SELECT c FROM t WHERE id=7;
 //

@@ -11,6 +11,7 @@
 #include "output/output_file.h"
 #include "output/pfs_sql.h"
 #include "output/server_render.h"
+#include "output/slowlog.h"
 #include "server/statement_tracer.h"
 #include "trace/trace_loop.h"
 
@@ -146,7 +147,12 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         format, static_cast<uint32_t>(a.pid), target->stages, [&tracer_ptr](uint64_t addr) {
             return tracer_ptr ? tracer_ptr->stage_name_at(addr) : std::string();
         });
-    o.write(render.header());
+    // The slow log takes statements only: no header, waits or summaries.
+    const bool slowlog = a.format == "slowlog";
+    output::SlowlogRenderer slow;
+    if (!slowlog) {
+        o.write(render.header());
+    }
     uint64_t statements = 0, shown = 0, failed = 0, with_stages = 0;
     bool stages_detached = false;
     std::map<std::string, uint64_t> per_name;
@@ -161,8 +167,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.table_io = a.table_io;
     opts.show_secrets = a.show_secrets;
     server::WaitNamer namer(a.pid, target->file, target->load_bias);
-    // Accounts are sent only for what needs them: trace file names, --user.
-    opts.accounts = pfs_sql || !a.user.empty();
+    // Accounts are sent only for what needs them: trace file names, --user,
+    // the slow log's User@Host.
+    opts.accounts = pfs_sql || !a.user.empty() || slowlog;
     if (!a.user.empty() && (target->layout.security_ctx < 0 || target->layout.sctx_user < 0)) {
         std::cerr << "mysqltrace: --user: cannot find where this build keeps a connection's "
                      "account (no thd_user_name() accessor that loads it)\n";
@@ -203,7 +210,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         waits++;
         if (w.in_statement()) {
             pending[w.tid].push_back(std::move(nw));
-        } else {
+        } else if (!slowlog) {
             o.write(render.wait(nw));
             if (trace_files) {
                 trace_files->write_block(w.thread_id, account_of(w.thread_id).actor(),
@@ -237,6 +244,11 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         failed += st.failed() ? 1 : 0;
         with_stages += st.stages.empty() ? 0 : 1;
         per_name[render.event_name(st)]++;
+        if (slowlog) {
+            o.write(slow.statement(st, account_of(st.thread_id)));
+            maybe_detach();
+            return;
+        }
         o.write(render.statement(st, mine));
         if (trace_files) {
             trace_files->write_block(st.thread_id, account_of(st.thread_id).actor(),
@@ -279,7 +291,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     if (trace_files) {
         trace_files->flush();
     }
-    o.write(render.summary());
+    if (!slowlog) {
+        o.write(render.summary());
+    }
     o.flush();
     std::string totals = std::to_string(statements) + " statements";
     if (shown != statements) {
@@ -321,7 +335,7 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
         "I/O, and where the time went by stage. No restart, no performance_schema.");
     auto a = std::make_shared<ServerArgs>();
     cmd->add_option("-p,--pid", a->pid, "Process id of the mariadbd to trace")->required();
-    add_trace_options(cmd, *a, {"text", "json", "profile", "pfs-sql"});
+    add_trace_options(cmd, *a, {"text", "json", "profile", "pfs-sql", "slowlog"});
     cmd->add_option("--stages", a->stages,
                     "sampled: where time goes by stage, from a CPU timer and context switches "
                     "(cheap, always-on); exact: every stage transition of every statement, "

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mysql/commands.h"
+#include "output/json_writer.h"
 #include "output/protocol_text.h"
 #include "output/units.h"
 #include "server/statement_tracer.h"
@@ -72,6 +73,12 @@ void put_counters(nlohmann::ordered_json &j, const server::TaskCounters &used) {
     j["Page_faults_minor"] = used.min_flt;
     j["Block_ops_in"] = used.read_bytes / 512;
     j["Block_ops_out"] = used.write_bytes / 512;
+}
+
+// performance_schema counts bytes of file and socket transfers only.
+bool wait_has_bytes(const server::WaitName &n) {
+    const bool io = n.object_type == "FILE" || n.event_name.rfind("wait/io/socket", 0) == 0;
+    return io && n.operation != "open" && n.operation != "close" && n.operation != "sync";
 }
 
 }  // namespace
@@ -221,10 +228,7 @@ const std::string &ServerRenderer::statement(const server::Statement &st,
             text_rows(out_, st, rows, waits);
             break;
         case ServerFormat::json:
-            json_rows(st, rows, waits, event_id);
-            for (const auto &j : last_) {
-                out_ += dump(j);
-            }
+            json_lines(out_, st, rows, waits, event_id);
             break;
         case ServerFormat::pfs_sql:
             json_rows(st, rows, waits, event_id);
@@ -255,8 +259,13 @@ std::string ServerRenderer::wait(const NamedWait &w) {
     if (next == 0) {
         next = 1;
     }
+    if (format_ == ServerFormat::json) {
+        std::string line;
+        wait_line(line, w, next++, 0, nullptr);
+        return line;
+    }
     last_.push_back(wait_json(w, next++, nlohmann::ordered_json(), nullptr));
-    return format_ == ServerFormat::json ? dump(last_.back()) : "";
+    return "";
 }
 
 nlohmann::ordered_json ServerRenderer::wait_json(const NamedWait &w, uint64_t event_id,
@@ -285,11 +294,7 @@ nlohmann::ordered_json ServerRenderer::wait_json(const NamedWait &w, uint64_t ev
     j["NESTING_EVENT_ID"] = nesting_id;
     j["NESTING_EVENT_TYPE"] = nesting_type ? J(nesting_type) : J();
     j["OPERATION"] = n.operation;
-    const bool io = n.object_type == "FILE" || n.event_name.rfind("wait/io/socket", 0) == 0;
-    j["NUMBER_OF_BYTES"] =
-        io && n.operation != "open" && n.operation != "close" && n.operation != "sync"
-            ? J(w.wait.bytes)
-            : J();
+    j["NUMBER_OF_BYTES"] = wait_has_bytes(n) ? J(w.wait.bytes) : J();
     j["FLAGS"] = J();
     if (w.wait.ret < 0) {
         j["errno"] = -w.wait.ret;
@@ -424,37 +429,14 @@ void ServerRenderer::json_rows(const server::Statement &st, const std::vector<St
         }
     }
     last_.push_back(std::move(j));
-    // Nested events are numbered in the order they began, as the server
-    // numbers them; a wait nests in the stage it began in.
-    std::vector<std::pair<uint64_t, size_t>> order;  // start, index (stages, then waits)
-    for (size_t i = 0; i < rows.size(); i++) {
-        order.emplace_back(rows[i].start_ns, i);
-    }
-    for (size_t i = 0; i < waits.size(); i++) {
-        order.emplace_back(waits[i].wait.start_ns, rows.size() + i);
-    }
-    std::stable_sort(order.begin(), order.end(),
-                     [](const auto &a, const auto &b) { return a.first < b.first; });
-    std::vector<uint64_t> stage_ids(rows.size());
-    uint64_t id = event_id;
-    for (const auto &[start, i] : order) {
-        ++id;
+    for (const auto &n : nested(rows, waits, event_id)) {
+        const uint64_t id = n.id;
+        const size_t i = n.index;
         if (i >= rows.size()) {
-            const auto &w = waits[i - rows.size()];
-            nlohmann::ordered_json nesting = event_id;
-            const char *type = "STATEMENT";
-            for (size_t k = 0; k < rows.size(); k++) {
-                if (stage_ids[k] && rows[k].start_ns <= w.wait.start_ns &&
-                    w.wait.start_ns < rows[k].end_ns) {
-                    nesting = stage_ids[k];
-                    type = "STAGE";
-                }
-            }
-            last_.push_back(wait_json(w, id, nesting, type));
+            last_.push_back(wait_json(waits[i - rows.size()], id, n.nesting_id, n.nesting_type));
             continue;
         }
         const auto &r = rows[i];
-        stage_ids[i] = id;
         nlohmann::ordered_json s;
         s["kind"] = "stage";
         s["pid"] = pid_;
@@ -475,6 +457,196 @@ void ServerRenderer::json_rows(const server::Statement &st, const std::vector<St
         put_counters(s, r.used);
         last_.push_back(std::move(s));
     }
+}
+
+const std::vector<ServerRenderer::Nested> &ServerRenderer::nested(
+    const std::vector<StageRow> &rows, const std::vector<NamedWait> &waits, uint64_t event_id) {
+    // Nested events are numbered in the order they began, as the server
+    // numbers them; a wait nests in the stage it began in.
+    auto &order = order_;  // start, index (stages, then waits)
+    order.clear();
+    for (size_t i = 0; i < rows.size(); i++) {
+        order.emplace_back(rows[i].start_ns, i);
+    }
+    for (size_t i = 0; i < waits.size(); i++) {
+        order.emplace_back(waits[i].wait.start_ns, rows.size() + i);
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto &a, const auto &b) { return a.first < b.first; });
+    nested_.clear();
+    uint64_t id = event_id;
+    for (const auto &[start, i] : order) {
+        ++id;
+        Nested n{i, id, event_id, "STATEMENT"};
+        if (i >= rows.size()) {
+            const auto &w = waits[i - rows.size()];
+            // Stages numbered so far: those that began before the wait.
+            for (const auto &earlier : nested_) {
+                const size_t k = earlier.index;
+                if (k < rows.size() && rows[k].start_ns <= w.wait.start_ns &&
+                    w.wait.start_ns < rows[k].end_ns) {
+                    n.nesting_id = earlier.id;
+                    n.nesting_type = "STAGE";
+                }
+            }
+        }
+        nested_.push_back(n);
+    }
+    return nested_;
+}
+
+namespace {
+
+void put_counters(JsonWriter &j, const server::TaskCounters &used) {
+    j.field("CPU_user", used.user_ns() * 1000);
+    j.field("CPU_system", used.system_ns() * 1000);
+    j.field("Context_voluntary", used.nvcsw);
+    j.field("Context_involuntary", used.nivcsw);
+    j.field("Page_faults_major", used.maj_flt);
+    j.field("Page_faults_minor", used.min_flt);
+    j.field("Block_ops_in", used.read_bytes / 512);
+    j.field("Block_ops_out", used.write_bytes / 512);
+}
+
+}  // namespace
+
+void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
+                                const std::vector<StageRow> &rows,
+                                const std::vector<NamedWait> &waits, uint64_t event_id) {
+    const auto used = st.begin.until(st.end);
+    const bool text = has_text(st);
+    const bool failed = st.failed();
+    {
+        JsonWriter j(out);
+        j.begin_object();
+        j.field("kind", "statement");
+        j.field("pid", pid_);
+        j.field("tid", st.tid);
+        j.field("THREAD_ID", st.thread_id);
+        j.field("EVENT_ID", event_id);
+        j.field("END_EVENT_ID", event_id + rows.size() + waits.size() + 1);
+        j.field("EVENT_NAME", event_name(st));
+        j.field("TIMER_START", st.start_ns * 1000);  // picoseconds, as performance_schema
+        j.field("TIMER_END", st.end_ns * 1000);
+        j.field("TIMER_WAIT", (st.end_ns - st.start_ns) * 1000);
+        j.key("SQL_TEXT");
+        text ? j.value(st.text) : j.null();
+        if (st.truncated()) {
+            j.field("sql_bytes", st.text_len);
+        }
+        j.key("DIGEST_TEXT");
+        text ? j.value(server::digest_text(st.text)) : j.null();
+        j.string_or_null("CURRENT_SCHEMA", st.db);
+        j.field("MYSQL_ERRNO", failed ? st.error : 0);
+        j.key("RETURNED_SQLSTATE");
+        failed ? j.value(st.sqlstate) : j.null();
+        j.key("MESSAGE_TEXT");
+        failed ? j.value(st.message) : j.null();
+        j.field("ERRORS", failed ? 1 : 0);
+        j.field("ROWS_AFFECTED", st.rows_affected);
+        j.field("ROWS_SENT", st.rows_sent);
+        j.field("ROWS_EXAMINED", st.rows_examined);
+        j.field("command", mysql::command_name(st.command));
+        j.field("query_id", st.query_id);
+        j.field("CPU_TIME", used.cpu_ns * 1000);
+        put_counters(j, used);
+        if (!(st.flags & MT_STMT_ENDED) && !(st.flags & MT_STMT_SPLIT)) {
+            j.field("end", "not seen");  // the thread began another command first
+        }
+        if (st.stages_lost) {
+            j.field("stages_lost", st.stages_lost);
+        }
+        if (!st.samples.empty()) {
+            j.key("stage_samples");
+            j.begin_array();
+            for (const auto &smp : st.samples) {
+                j.begin_object();
+                j.field("stage", name_of(smp.stage));
+                j.field("on_cpu_samples", smp.on_cpu);
+                j.field("off_cpu_ns", smp.off_cpu_ns);
+                j.field("switches", smp.switches);
+                j.end_object();
+            }
+            j.end_array();
+        }
+        j.end_object();
+        out += '\n';
+    }
+    for (const auto &n : nested(rows, waits, event_id)) {
+        if (n.index >= rows.size()) {
+            wait_line(out, waits[n.index - rows.size()], n.id, n.nesting_id, n.nesting_type);
+            continue;
+        }
+        const auto &r = rows[n.index];
+        JsonWriter s(out);
+        s.begin_object();
+        s.field("kind", "stage");
+        s.field("pid", pid_);
+        s.field("tid", st.tid);
+        s.field("THREAD_ID", st.thread_id);
+        s.field("EVENT_ID", n.id);
+        s.field("END_EVENT_ID", n.id);
+        s.field("EVENT_NAME", server::stage_event_name(r.name));
+        s.key("SOURCE");
+        if (r.file.empty()) {
+            s.null();
+        } else {
+            // "file:line", built in place: the writer escapes the whole.
+            key_.assign(r.file);
+            key_ += ':';
+            append_uint(key_, r.line);
+            s.value(key_);
+        }
+        s.field("TIMER_START", r.start_ns * 1000);
+        s.field("TIMER_END", r.end_ns * 1000);
+        s.field("TIMER_WAIT", (r.end_ns - r.start_ns) * 1000);
+        s.field("NESTING_EVENT_ID", event_id);
+        s.field("NESTING_EVENT_TYPE", "STATEMENT");
+        put_counters(s, r.used);
+        s.end_object();
+        out += '\n';
+    }
+}
+
+void ServerRenderer::wait_line(std::string &out, const NamedWait &w, uint64_t event_id,
+                               uint64_t nesting_id, const char *nesting_type) {
+    const auto &n = w.name;
+    JsonWriter j(out);
+    j.begin_object();
+    j.field("kind", "wait");
+    j.field("pid", pid_);
+    j.field("tid", w.wait.tid);
+    j.field("THREAD_ID", w.wait.thread_id);
+    j.field("EVENT_ID", event_id);
+    j.field("END_EVENT_ID", event_id);
+    j.field("EVENT_NAME", n.event_name);
+    j.null_field("SOURCE");
+    j.field("TIMER_START", w.wait.start_ns * 1000);
+    j.field("TIMER_END", w.wait.end_ns * 1000);
+    j.field("TIMER_WAIT", (w.wait.end_ns - w.wait.start_ns) * 1000);
+    j.null_field("SPINS");
+    j.string_or_null("OBJECT_SCHEMA", n.object_schema);
+    j.string_or_null("OBJECT_NAME", n.object_name);
+    j.null_field("INDEX_NAME");
+    j.string_or_null("OBJECT_TYPE", n.object_type);
+    j.field("OBJECT_INSTANCE_BEGIN", n.object_instance);
+    j.key("NESTING_EVENT_ID");
+    nesting_id ? j.value(nesting_id) : j.null();
+    j.key("NESTING_EVENT_TYPE");
+    nesting_type ? j.value(nesting_type) : j.null();
+    j.field("OPERATION", n.operation);
+    j.key("NUMBER_OF_BYTES");
+    if (wait_has_bytes(n)) {
+        j.value(w.wait.bytes);
+    } else {
+        j.null();
+    }
+    j.null_field("FLAGS");
+    if (w.wait.ret < 0) {
+        j.field("errno", -w.wait.ret);
+    }
+    j.end_object();
+    out += '\n';
 }
 
 std::string ServerRenderer::profile_rows(const server::Statement &st,

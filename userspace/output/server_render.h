@@ -91,6 +91,26 @@ class ServerRenderer {
                    const std::vector<NamedWait> &waits, uint64_t event_id);
     nlohmann::ordered_json wait_json(const NamedWait &w, uint64_t event_id,
                                      nlohmann::ordered_json nesting_id, const char *nesting_type);
+    // The same events as json_rows() and wait_json() give, written as lines
+    // straight into `out` (--format json: no tree per event). Keys, order
+    // and values must stay those of json_rows(), which pfs_sql still uses:
+    // tests/unit/server_json_test.cpp holds them equal byte for byte.
+    void json_lines(std::string &out, const server::Statement &st,
+                    const std::vector<StageRow> &rows, const std::vector<NamedWait> &waits,
+                    uint64_t event_id);
+    // nesting_id 0: none (a wait outside any statement).
+    void wait_line(std::string &out, const NamedWait &w, uint64_t event_id, uint64_t nesting_id,
+                   const char *nesting_type);
+    // The nested events of a statement in the order they began, numbered
+    // from event_id + 1, each wait with the event it nests in.
+    struct Nested {
+        size_t index;  // into rows, then waits
+        uint64_t id;
+        uint64_t nesting_id;
+        const char *nesting_type;
+    };
+    const std::vector<Nested> &nested(const std::vector<StageRow> &rows,
+                                      const std::vector<NamedWait> &waits, uint64_t event_id);
     std::string wait_summary();
     void count_wait(const NamedWait &w);
     std::string profile_rows(const server::Statement &st, const std::vector<StageRow> &rows);
@@ -113,6 +133,8 @@ class ServerRenderer {
     std::map<uint32_t, std::string> unknown_sites_;
     std::vector<StageRow> rows_;  // of the current statement
     std::string out_;             // what statement() returns
+    std::vector<Nested> nested_;  // of the current statement
+    std::vector<std::pair<uint64_t, size_t>> order_;
 };
 
 }  // namespace mysqltrace::output

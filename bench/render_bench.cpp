@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// What rendering one server statement costs the tracer, per output format:
+// `server --stages off` on a point select (sysbench's text, one row), the
+// case where --format json cost ~60% of the tracer's CPU when each event was
+// a nlohmann tree (shared/FACTS.md section 8). "json (nlohmann tree)" is
+// that old path, still how pfs-sql builds its events: the tree, then dump().
+// A benchmark: it prints ns per statement and never asserts.
+//
+//   render_bench [--statements N] [--rounds R]
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "output/server_render.h"
+#include "output/slowlog.h"
+
+namespace {
+
+using namespace mysqltrace;
+
+double ns_per_statement(const char *label, uint64_t n, const auto &render_one) {
+    size_t bytes = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint64_t i = 0; i < n; i++) {
+        bytes += render_one(i);
+    }
+    const double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+        static_cast<double>(n);
+    std::printf("| %-26s | %8.0f | %6zu |\n", label, ns, bytes / n);
+    return ns;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    CLI::App app("Renders synthetic server statements in each format; prints ns per statement");
+    uint64_t n = 200'000;
+    int rounds = 3;
+    app.add_option("--statements", n)->capture_default_str();
+    app.add_option("--rounds", rounds)->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+
+    // Sysbench point selects: a new literal each time, as on a busy server.
+    std::vector<server::Statement> sts(1024);
+    for (size_t i = 0; i < sts.size(); i++) {
+        auto &st = sts[i];
+        st.tid = 1000 + static_cast<uint32_t>(i % 2);
+        st.thread_id = 10 + i % 2;
+        st.query_id = i;
+        st.command = 3;
+        st.flags = MT_STMT_ENDED;
+        st.start_ns = 1'000'000'000 + i * 20'000;
+        st.end_ns = st.start_ns + 15'200;
+        st.db = "sbtest";
+        st.text = "SELECT c FROM sbtest1 WHERE id=" + std::to_string(4000 + i * 7);
+        st.text_len = static_cast<uint32_t>(st.text.size());
+        st.rows_sent = 1;
+        st.rows_examined = 1;
+        st.end.cpu_ns = 9'000;
+        st.end.utime_ns = 6'000;
+        st.end.stime_ns = 3'000;
+    }
+    const std::vector<server::StageSite> sites;
+    auto name_at = [](uint64_t) { return std::string(); };
+    server::Account account{10, "sbtest", "localhost"};
+    std::printf("| format | ns/statement | bytes |\n|---|---|---|\n");
+    for (int r = 0; r < rounds; r++) {
+        output::ServerRenderer text(output::ServerFormat::text, 1, sites, name_at);
+        output::ServerRenderer json(output::ServerFormat::json, 1, sites, name_at);
+        output::ServerRenderer tree(output::ServerFormat::pfs_sql, 1, sites, name_at);
+        output::SlowlogRenderer slow;
+        ns_per_statement("text", n,
+                         [&](uint64_t i) { return text.statement(sts[i % sts.size()]).size(); });
+        ns_per_statement("json (nlohmann tree)", n, [&](uint64_t i) {
+            tree.statement(sts[i % sts.size()]);
+            std::string out;
+            for (const auto &j : tree.last_events()) {
+                out += j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+                out += '\n';
+            }
+            return out.size();
+        });
+        ns_per_statement("json (streaming writer)", n,
+                         [&](uint64_t i) { return json.statement(sts[i % sts.size()]).size(); });
+        ns_per_statement("slowlog", n, [&](uint64_t i) {
+            return slow.statement(sts[i % sts.size()], account).size();
+        });
+    }
+    return 0;
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// One JSON object per line, written straight into a reused buffer: the
+// per-event nlohmann tree (allocation per key and value, the ordered map,
+// the destructor, dump_escaped) was ~60% of the tracer's CPU on a busy
+// server with --format json (shared/FACTS.md section 8). The bytes are the
+// ones nlohmann's dump(-1, ' ', false, error_handler_t::replace) gives for
+// the same keys and values, so outputs did not change when renderers moved
+// over: integers in decimal, strings escaped as it escapes them (control
+// characters as \u00xx, ill-formed UTF-8 replaced by U+FFFD per maximal
+// invalid sequence), no white space.
+#pragma once
+
+#include <charconv>
+#include <concepts>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace mysqltrace::output {
+
+// Appends `s` as a JSON string (quotes included).
+void append_json_string(std::string &out, std::string_view s);
+
+// Keys are literals the caller spells right: they are not escaped.
+class JsonWriter {
+  public:
+    explicit JsonWriter(std::string &out) : out_(out) {}
+
+    void begin_object() {
+        separate();
+        out_ += '{';
+        comma_ = false;
+    }
+    void end_object() {
+        out_ += '}';
+        comma_ = true;
+    }
+    void begin_array() {
+        separate();
+        out_ += '[';
+        comma_ = false;
+    }
+    void end_array() {
+        out_ += ']';
+        comma_ = true;
+    }
+    // The key of the next value, begin_object() or begin_array().
+    void key(std::string_view k) {
+        separate();
+        out_ += '"';
+        out_ += k;
+        out_ += "\":";
+        comma_ = false;
+    }
+
+    void null() { scalar("null"); }
+    void value(std::string_view s) {
+        separate();
+        append_json_string(out_, s);
+        comma_ = true;
+    }
+    void value(const char *s) { value(std::string_view(s)); }
+    void value(const std::string &s) { value(std::string_view(s)); }
+    template <std::integral T>
+    void value(T v) {
+        if constexpr (std::same_as<T, bool>) {
+            scalar(v ? "true" : "false");
+        } else {
+            separate();
+            char buf[24];
+            const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+            out_.append(buf, r.ptr);
+            comma_ = true;
+        }
+    }
+
+    // key(k) then value(v).
+    template <typename T>
+    void field(std::string_view k, const T &v) {
+        key(k);
+        value(v);
+    }
+    void null_field(std::string_view k) {
+        key(k);
+        null();
+    }
+    // The string, or null when it is empty (performance_schema's NULL for
+    // an unknown schema, message, ...).
+    void string_or_null(std::string_view k, std::string_view v) {
+        key(k);
+        if (v.empty()) {
+            null();
+        } else {
+            value(v);
+        }
+    }
+
+  private:
+    void separate() {
+        if (comma_) {
+            out_ += ',';
+        }
+    }
+    void scalar(std::string_view text) {
+        separate();
+        out_ += text;
+        comma_ = true;
+    }
+
+    std::string &out_;
+    bool comma_ = false;  // a value came before in the current container
+};
+
+}  // namespace mysqltrace::output

@@ -238,6 +238,13 @@ Result<ProfileSymbols> detect_profile(const elf::ElfFile &f, const std::string &
                 break;
             }
         }
+        // 9.x adds arguments after (THD*, Parser_state*) (9.7: a bool); the
+        // probe reads only the THD.
+        for (const auto &s : f.symbols()) {
+            if (p.statement.empty() && s.is_function && s.name.rfind(kSqlCommand8, 0) == 0) {
+                p.statement = s.name;
+            }
+        }
         if (p.statement.empty()) {
             return Error{ENOENT, who + " has MySQL 8's dispatch_command but neither " +
                                      kSqlCommand8 + " nor " + kParse8};

@@ -37,9 +37,12 @@ struct ThdLayout {  // -1 = not found
     int64_t proc_info = -1;     // const char *: the current stage's name
     int64_t stage_key = -1;     // PSI_stage_key of the current stage
     int64_t security_ctx = -1;  // Security_context * (the connection's account)
-    int64_t sctx_user = -1;     // the rest are in Security_context: const char *
+    int64_t sctx_user = -1;     // the rest are in Security_context
     int64_t sctx_host = -1;
     int64_t sctx_ip = -1;
+    // MySQL: the three are String members, {char *ptr; size_t length}, and
+    // not always NUL-terminated (MariaDB: char *).
+    bool sctx_lengths = false;
     // Table I/O (--table-io): handler::table_share, and in TABLE_SHARE the
     // schema and table names (LEX_CSTRING {str, length}).
     int64_t handler_table_share = -1;
@@ -75,6 +78,7 @@ struct SymValue {
     static constexpr int8_t kUnknown = -1;  // bases 0..5: the SysV argument registers
     static constexpr int8_t kAbsolute = 6;  // a link-time address (rip-relative)
     static constexpr int8_t kConstant = 7;  // an immediate
+    static constexpr int8_t kStack = 8;     // the stack pointer at entry (track_stack())
 
     int8_t base = kUnknown;
     uint8_t depth = 0;
@@ -105,6 +109,10 @@ class RegisterState {
   public:
     void clear() { regs_.fill(SymValue{}); }
     void set_arguments();  // rdi, rsi, rdx, rcx, r8, r9 = arguments 0-5
+    // Follows values through the function's own stack slots too (push/pop,
+    // spills to [rsp/rbp + disp]): -O2 code keeps a value across a call
+    // there, as MySQL 9.7's THD::enter_stage does with the new stage's name.
+    void track_stack();
     SymValue get(x86_reg r) const;
     // The address a memory operand designates (unknown with an index register).
     SymValue address_of(const cs_insn &insn, const x86_op_mem &m) const;
@@ -115,7 +123,17 @@ class RegisterState {
 
   private:
     void set(x86_reg r, SymValue v);
+    // A store of `size` bytes to the stack slot at `at` (relative to entry).
+    void spill(int64_t at, uint8_t size, const SymValue &v);
+    SymValue unspill(int64_t at) const;
     std::array<SymValue, 16> regs_{};
+    struct Slot {
+        int64_t at = 0;
+        uint8_t size = 0;
+        SymValue value;
+    };
+    std::array<Slot, 16> slots_{};  // size 0: free
+    bool track_stack_ = false;
 };
 
 }  // namespace mysqltrace::server

@@ -61,6 +61,9 @@ const volatile __s64 off_sctx_ip = -1;
 const volatile __s64 off_handler_table_share = -1;
 const volatile __s64 off_share_db = -1;
 const volatile __s64 off_share_table_name = -1;
+// MySQL: user, host and ip are String members {char *ptr; size_t length}
+// (not always NUL-terminated); MariaDB: char *.
+const volatile __u32 sctx_lengths = 0;
 // Send each connection's account once (trace file names, --user).
 const volatile __u32 want_accounts = 0;
 const volatile __u32 max_sql = 4096;
@@ -473,6 +476,27 @@ static __always_inline struct thread_state *state_of(int create) {
     return bpf_task_storage_get(&threads, task, z, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
+// Copies the {ptr, length} string at `sctx + off` into a name field of an
+// account record of `size` bytes, NUL-terminated; its length.
+static __always_inline __u64 account_string(char *dst, __u64 size, void *sctx, __s64 off) {
+    struct {
+        __u64 ptr, len;
+    } str = {};
+    __u64 n;
+
+    dst[0] = 0;
+    if (!sctx || off < 0 || bpf_probe_read_user(&str, sizeof(str), sctx + off) || !str.ptr)
+        return 0;
+    n = str.len;
+    if (n > size - 1)
+        n = size - 1;
+    barrier_var(n);
+    if (!n || bpf_probe_read_user(dst, n, (const void *)str.ptr))
+        return 0;
+    dst[n] = 0;
+    return n;
+}
+
 // Sends the account of connection `id` on `thd` unless it was sent last.
 static __always_inline void send_account(struct thread_state *st, void *thd, __u64 id) {
     struct mt_server_account_event *ev;
@@ -490,6 +514,14 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
     ev->user[0] = 0;
     ev->host[0] = 0;
     sctx = (void *)read_u64(thd, off_security_ctx);
+    if (sctx_lengths) {
+        account_string(ev->user, sizeof(ev->user), sctx, off_sctx_user);
+        // A host name, else (not resolved) the client's address.
+        if (!account_string(ev->host, sizeof(ev->host), sctx, off_sctx_host))
+            account_string(ev->host, sizeof(ev->host), sctx, off_sctx_ip);
+        mt_submit(ring, ev, sizeof(*ev));
+        return;
+    }
     p = read_u64(sctx, off_sctx_user);
     if (p)
         bpf_probe_read_user_str(ev->user, sizeof(ev->user), (const void *)p);

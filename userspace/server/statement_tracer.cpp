@@ -48,6 +48,9 @@ constexpr std::pair<const char *, uint32_t> kTableIoMethods[] = {
     {"_ZN7handler18ha_index_next_sameEPhPKhj", MT_TABLE_INDEX_NEXT_SAME},
     {"_ZN7handler12ha_write_rowEPKh", MT_TABLE_WRITE_ROW},
     {"_ZN7handler13ha_update_rowEPKhS1_", MT_TABLE_UPDATE_ROW},
+    // MySQL 8/9: write_row(uchar*), update_row(const uchar*, uchar*).
+    {"_ZN7handler12ha_write_rowEPh", MT_TABLE_WRITE_ROW},
+    {"_ZN7handler13ha_update_rowEPKhPh", MT_TABLE_UPDATE_ROW},
     {"_ZN7handler13ha_delete_rowEPKh", MT_TABLE_DELETE_ROW},
 };
 
@@ -318,8 +321,10 @@ Result<ServerTarget> resolve_server(pid_t pid) {
         if (!fs) {
             continue;
         }
+        // Every row passes here: never a single-stepped instruction.
         auto site = entry_site(f, *fs);
-        if (site && site->cost != elf::ProbeCost::undecodable) {
+        if (site && site->cost != elf::ProbeCost::undecodable &&
+            site->cost != elf::ProbeCost::single_stepped) {
             t.table_io.push_back({site->offset, op});
         }
     }
@@ -391,6 +396,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_sctx_user = l.sctx_user;
     ro->off_sctx_host = l.sctx_host;
     ro->off_sctx_ip = l.sctx_ip;
+    ro->sctx_lengths = l.sctx_lengths ? 1 : 0;
     ro->want_accounts = opts.accounts && l.security_ctx >= 0 && l.sctx_user >= 0;
     ro->off_handler_table_share = l.handler_table_share;
     ro->off_share_db = l.share_db;

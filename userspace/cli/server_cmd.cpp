@@ -139,7 +139,8 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.ring.bytes_per_cpu = a.ring_kib << 10;
     opts.waits = a.waits;
     opts.table_io = a.table_io;
-    server::WaitNamer namer(a.pid, target->file, target->load_bias);
+    server::WaitNamer namer(a.pid, target->file, target->load_bias,
+                            mysql8 ? server::FileNaming::mysql : server::FileNaming::mariadb);
     // Accounts are sent only for what needs them: trace file names, --user.
     opts.accounts = pfs_sql || !a.user.empty();
     if (!a.user.empty() && (target->layout.security_ctx < 0 || target->layout.sctx_user < 0)) {

@@ -150,6 +150,11 @@ struct thread_state {
     __u32 parses;   // mysql_parse calls of the current command
     __u32 arg_len;  // bytes in arg[]
     __u32 _pad0;
+    // MySQL enters "starting" for a command before dispatch_command (when
+    // its packet header arrives): that mark, kept until the command begins,
+    // gives the statement's first stage its source. pre_thd: its THD.
+    __u64 pre_thd;
+    struct mt_stage_mark pre;
     // The argument of a command other than a query (a schema name...),
     // copied at entry: the packet buffer holds the reply by the end.
     __u8 arg[MT_MAX_DB];
@@ -559,6 +564,15 @@ static __always_inline void begin_command(void *thd, __u32 command, const char *
             st->arg_len = n;
     }
     begin_statement(st, thd, command, (__u64)packet, len, 0);
+    if (st->pre_thd == (__u64)thd && st->pre.ts_ns) {
+        // The stage the command began in, entered just before it: first.
+        st->stages[0] = st->pre;
+        st->stages[0].ts_ns = st->ev.start_ns;
+        st->stages[0].c = st->ev.begin;
+        st->ev.n_stages = 1;
+    }
+    st->pre_thd = 0;
+    st->pre.ts_ns = 0;
     if (want_accounts) {
         send_account(st, thd, read_u64(thd, off_thread_id));
         // The account changes inside this command: send it again after.
@@ -693,6 +707,33 @@ static __always_inline __u64 current_stage(struct thread_state *st) {
     return read_u64(st->thd, off_proc_info);
 }
 
+// MySQL's THD::enter_stage(new, old, func, file, line) outside a command:
+// keeps its "starting" mark for the command about to begin (begin_command).
+static __always_inline void keep_starting_mark(struct pt_regs *ctx, struct thread_state *st,
+                                               __u32 site) {
+    __u64 info = PT_REGS_PARM2(ctx);
+    __u64 thd = PT_REGS_PARM1(ctx);
+    __u64 file = PT_REGS_PARM5(ctx);
+    __u64 line = ctx->r9;
+
+    barrier_var(info);
+    barrier_var(thd);
+    barrier_var(file);
+    barrier_var(line);
+    if (!info || read_u64((void *)info, 8) != starting_stage_name)
+        return;
+    if (!st)
+        st = state_of(1);  // a connection's first command
+    if (!st)
+        return;
+    st->pre_thd = thd;
+    st->pre.ts_ns = bpf_ktime_get_ns();
+    st->pre.site = site;
+    st->pre.stage = starting_stage_name;
+    st->pre.file = file;
+    st->pre.line = (__u32)line;
+}
+
 // Exact stages: one probe per stage site, the site's index as attach cookie.
 SEC("uprobe")
 int server_stage(struct pt_regs *ctx) {
@@ -703,15 +744,18 @@ int server_stage(struct pt_regs *ctx) {
 
     if (!traced() || !exact_stages)
         return 0;
+    site = (__u32)bpf_get_attach_cookie(ctx);
     st = state_of(0);
-    if (!st || !st->active)
+    if (!st || !st->active) {
+        if (site >= stage_call_site && starting_stage_name)
+            keep_starting_mark(ctx, st, site);
         return 0;
+    }
     n = st->ev.n_stages;
     if (n >= MT_MAX_STAGES) {
         st->ev.stages_lost++;
         return 0;
     }
-    site = (__u32)bpf_get_attach_cookie(ctx);
     if (site >= cond_site) {
         // Two plain loads: clang may not merge them into one ctx access at
         // a computed offset, which the verifier refuses.

@@ -2,7 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The newcomer's tour: installs dependencies, builds, checks the machine with
 # `mysqltrace doctor`, starts a throwaway MariaDB server, and traces it while
-# a client runs a small workload. Everything it starts, it stops.
+# a client runs a small workload; then the same with Oracle MySQL 9.7 from a
+# Debian sid chroot (built once, ~20 s). Everything it starts, it stops.
+#
+# MYSQLTRACE_DEMO_MYSQL_SERVER=1 also runs `mysqltrace server` on MySQL 9.7
+# (off until the server side of issue 18 lands).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 mt_need_root "$@"
@@ -10,11 +14,14 @@ mt_build
 
 mt="$BUILD_DIR/userspace/mysqltrace"
 sandbox="$mt_root/scripts/mariadb-sandbox.sh"
+mysql_sandbox="$mt_root/scripts/mysql-sandbox.sh"
+demo_mysql_server=${MYSQLTRACE_DEMO_MYSQL_SERVER:-0}
 work=$(mktemp -d /tmp/mysqltrace-demo-XXXXXX)
 tracer=""
 cleanup() {
   if [ -n "$tracer" ]; then kill "$tracer" 2>/dev/null || true; fi
   "$sandbox" stop "$work/server" >/dev/null 2>&1 || true
+  if [ -d "$work/mysql" ]; then "$mysql_sandbox" stop "$work/mysql" >/dev/null 2>&1 || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -137,8 +144,47 @@ banner "mysqltrace run -- sysbench: a libmariadb client's C API calls next to it
 "$mt" run --output "$work/run.trace" -- "${sb[@]}" --events=3 run >/dev/null
 grep -E " (api|summary): " "$work/run.trace"
 
+banner "Oracle MySQL 9.7 next to it: a throwaway mysqld from a Debian sid chroot"
+# Built once with mmdebstrap and cached; the server is started from the host
+# (its pid is a host pid) in a private mount namespace, so nothing stays
+# mounted. Its variables get an MY_ prefix, next to MariaDB's MT_ ones.
+"$mysql_sandbox" chroot >/dev/null
+eval "$("$mysql_sandbox" start "$work/mysql" | sed 's/^MT_/MY_/')"
+echo "mysqld pid $MY_PID ($(readlink "/proc/$MY_PID/exe")), socket $MY_SOCKET, port $MY_PORT"
+mysql_client() { "$mysql_sandbox" client "$work/mysql" "$@" 2>/dev/null; }
+mysql_client -e "CREATE DATABASE demo; CREATE TABLE demo.t (id INT PRIMARY KEY, name VARCHAR(20));
+                 INSERT INTO demo.t VALUES (1, 'alpha'), (2, 'beta');"
+
+banner "mysqltrace client --pid: Oracle's own mysql CLI, from its first connect"
+# The CLI waits at a gate until the tracer is attached; each exec on the way
+# into the chroot keeps its pid. It speaks caching_sha2_password and sends
+# query attributes with every statement.
+mkfifo "$work/mysql-go"
+sh -c 'read -r _ <"$1"; shift; exec "$@"' sh "$work/mysql-go" \
+  "$mysql_sandbox" client "$work/mysql" demo \
+  -e "SELECT id, name FROM t ORDER BY id; SELECT * FROM missing_table" >/dev/null 2>&1 &
+client_pid=$!
+start_tracer client --pid "$client_pid"
+echo go >"$work/mysql-go"
+wait "$client_pid" || true
+finish_tracer
+
+if [ "$demo_mysql_server" = 1 ]; then
+  banner "mysqltrace server --pid $MY_PID: MySQL 9.7's statements, checked by its own performance_schema"
+  start_tracer server --pid "$MY_PID" --duration 4
+  mysql_client demo -e "SELECT name FROM t WHERE id = 2; SELECT COUNT(*) FROM t" >/dev/null
+  mysql_client demo -e "SELECT * FROM missing_table" || true
+  finish_tracer
+  mysql_client -t -e "SELECT SQL_TEXT, MYSQL_ERRNO, ROWS_SENT, ROWS_EXAMINED
+    FROM performance_schema.events_statements_history WHERE SQL_TEXT LIKE 'SELECT%t%'"
+else
+  banner "mysqltrace server on MySQL 9.7: not yet (issue 18); MYSQLTRACE_DEMO_MYSQL_SERVER=1 runs it"
+fi
+"$mysql_sandbox" stop "$work/mysql"
+
 banner "Done"
 echo "Try it on your own server: sudo $mt server --pid \$(pidof mariadbd)"
+echo "a MySQL 9.7 of your own:     sudo $mysql_sandbox start DIR (then: client DIR, stop DIR)"
 echo "or on a client:              sudo $mt client --pid <pid of a program talking to MySQL>"
 echo "or start one under the shim: sudo $mt run -- <your client> [args]"
 echo "or follow a program's calls: sudo $mt calls --pid <pid> --match 'glob|glob'"

@@ -13,6 +13,9 @@ packages=(
   googletest libgtest-dev libgmock-dev clang-format
   mariadb-server mariadb-client libmariadb-dev libssl-dev libgnutls28-dev
   python3 python3-pymysql procps openssl
+  # Oracle MySQL 9.7 as the second test server: a Debian sid chroot
+  # (scripts/mysql-sandbox.sh) started in a private mount namespace
+  mmdebstrap debian-archive-keyring util-linux mount perl
   # benchmarks
   sysbench
   # packaging: build (packaging/debian/control's Build-Depends are above),

@@ -26,12 +26,14 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/child_process.h"
+
 namespace mysqltrace::test {
 
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using namespace harness;
 using namespace std::chrono_literals;
 
 constexpr const char *kDirPrefix = "mysqltrace-test-";
@@ -41,8 +43,14 @@ constexpr const char *kPassword = "mtpass";
 // Passed to both mariadb-install-db and mariadbd: a mismatch would make
 // InnoDB rebuild its redo log on every start.
 constexpr const char *kInnodbLogSize = "--innodb-log-file-size=16M";
+// MySQL's redo log is 100 MB by default, most of a datadir to copy per
+// test; 8 MB is its minimum and plenty for tests.
+constexpr const char *kMysqlRedoCapacity = "--innodb-redo-log-capacity=8M";
 // Bump when the datadir contents change, to invalidate cached templates.
 constexpr const char *kTemplateVersion = "1";
+// The chroot's programs as the server's namespace sees them.
+constexpr const char *kMysqldInChroot = "/usr/sbin/mysqld";
+constexpr const char *kMysqlCliInChroot = "/usr/bin/mysql";
 constexpr int kPortAttempts = 8;
 
 // FLUSH PRIVILEGES loads the grant tables, which the bootstrap server runs
@@ -54,6 +62,16 @@ constexpr const char *kInitSql =
     "CREATE USER 'mt'@'localhost' IDENTIFIED VIA mysql_native_password "
     "USING PASSWORD('mtpass');\n"
     "CREATE USER 'mt'@'%' IDENTIFIED VIA mysql_native_password USING PASSWORD('mtpass');\n"
+    "GRANT ALL PRIVILEGES ON *.* TO 'mt'@'localhost' WITH GRANT OPTION;\n"
+    "GRANT ALL PRIVILEGES ON *.* TO 'mt'@'%' WITH GRANT OPTION;\n";
+
+// Runs at the end of mysqld --initialize-insecure (root gets an empty
+// password). caching_sha2_password is MySQL 9's only password plugin;
+// libmariadb speaks it, fetching the server's RSA key on its own for a full
+// authentication over plain TCP.
+constexpr const char *kMysqlInitSql =
+    "CREATE USER 'mt'@'localhost' IDENTIFIED WITH caching_sha2_password BY 'mtpass';\n"
+    "CREATE USER 'mt'@'%' IDENTIFIED WITH caching_sha2_password BY 'mtpass';\n"
     "GRANT ALL PRIVILEGES ON *.* TO 'mt'@'localhost' WITH GRANT OPTION;\n"
     "GRANT ALL PRIVILEGES ON *.* TO 'mt'@'%' WITH GRANT OPTION;\n";
 
@@ -75,10 +93,6 @@ constexpr const char *kPfsConsumers[] = {
     "thread-instrumentation",
 };
 
-Error sys_error(int err, const std::string &what) {
-    return Error{err, what + ": " + std::strerror(err)};
-}
-
 std::string temp_base() {
     std::string base = "/tmp";
     const char *env = std::getenv("TMPDIR");
@@ -97,75 +111,82 @@ std::string temp_base() {
     return base;
 }
 
-std::optional<std::string> read_file(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        return std::nullopt;
-    }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+const char *init_sql(ServerFlavour flavour) {
+    return flavour == ServerFlavour::mysql ? kMysqlInitSql : kInitSql;
 }
 
-Result<void> write_file(const std::string &path, const std::string &content) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        return sys_error(errno, "cannot create " + path);
-    }
-    size_t done = 0;
-    while (done < content.size()) {
-        ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            int err = errno;
-            ::close(fd);
-            return sys_error(err, "cannot write " + path);
-        }
-        done += static_cast<size_t>(n);
-    }
-    ::close(fd);
-    return {};
+std::string server_name(ServerFlavour flavour) {
+    return flavour == ServerFlavour::mysql ? "mysqld" : "mariadbd";
 }
 
-// The last lines of a log, from byte `from` on, for error messages.
-std::string log_tail(const std::string &path, size_t from = 0, size_t max_bytes = 3000) {
-    auto text = read_file(path);
-    if (!text) {
-        return "(no log at " + path + ")";
+// Directories mysql-sandbox.sh exec created in the chroot as mount points
+// for `dir` (host paths, outermost first); empty directories, removed
+// innermost first once no namespace uses them. One still in use by another
+// server is not empty and stays.
+void remove_mountpoints_of(const std::string &dir) {
+    auto list = read_file(dir + "/chroot-mountpoints");
+    if (!list) {
+        return;
     }
-    std::string s = from < text->size() ? text->substr(from) : std::string();
-    if (s.size() > max_bytes) {
-        s = "..." + s.substr(s.size() - max_bytes);
-    }
-    return s.empty() ? "(log " + path + " is empty)" : s;
-}
-
-size_t file_size(const std::string &path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
-}
-
-// Field 22 of /proc/PID/stat; with the pid it names one process even after
-// the pid has been reused.
-std::optional<unsigned long long> process_start_time(pid_t pid) {
-    auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-    if (!stat) {
-        return std::nullopt;
-    }
-    size_t paren = stat->rfind(')');
-    if (paren == std::string::npos) {
-        return std::nullopt;
-    }
-    std::istringstream fields(stat->substr(paren + 1));
-    std::string field;
-    for (int i = 3; i <= 22; ++i) {
-        if (!(fields >> field)) {
-            return std::nullopt;
+    std::vector<std::string> paths;
+    std::istringstream in(*list);
+    for (std::string line; std::getline(in, line);) {
+        if (!line.empty() && line[0] == '/') {
+            paths.push_back(line);
         }
     }
-    return std::strtoull(field.c_str(), nullptr, 10);
+    for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
+        ::rmdir(it->c_str());
+    }
+}
+
+std::string sandbox_script(const ServerOptions &opts) {
+    if (!opts.mysql_sandbox_script.empty()) {
+        return opts.mysql_sandbox_script;
+    }
+    return std::string(MYSQLTRACE_SOURCE_DIR) + "/scripts/mysql-sandbox.sh";
+}
+
+// `mysql-sandbox.sh chroot` prints the chroot's path, building it first if
+// needed (the script's lock makes parallel tests wait for one build). Asked
+// once per process and script.
+Result<std::string> mysql_chroot(const std::string &script, const std::string &scratch_dir) {
+    static std::mutex mutex;
+    static std::vector<std::pair<std::string, std::string>> known;
+    std::lock_guard lock(mutex);
+    for (const auto &[s, dir] : known) {
+        if (s == script) {
+            return dir;
+        }
+    }
+    const std::string log = scratch_dir + "/chroot.log";
+    auto pid = spawn({script, "chroot"}, log, true);
+    if (!pid) {
+        return pid.error();
+    }
+    auto status = wait_child(pid.value(), Clock::now() + 1200s);
+    if (!status) {
+        ::kill(-pid.value(), SIGKILL);
+        ::waitpid(pid.value(), nullptr, 0);
+        return Error{ETIMEDOUT,
+                     script + " chroot did not finish in 1200 s; log:\n" + log_tail(log)};
+    }
+    if (*status != -1 && !(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)) {
+        return Error{0,
+                     script + " chroot " + describe_status(*status) + "; log:\n" + log_tail(log)};
+    }
+    // The path is the last line; build progress goes to the same log before it.
+    std::string text = read_file(log).value_or("");
+    while (!text.empty() && text.back() == '\n') {
+        text.pop_back();
+    }
+    std::string dir = text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+    if (dir.empty() || dir[0] != '/' || ::access((dir + kMysqldInChroot).c_str(), X_OK) != 0) {
+        return Error{ENOENT, script + " chroot gave no chroot with " + kMysqldInChroot +
+                                 "; log:\n" + log_tail(log)};
+    }
+    known.emplace_back(script, dir);
+    return dir;
 }
 
 bool owner_alive(const std::string &owner_text) {
@@ -213,14 +234,21 @@ void sweep_stale_dirs(const std::string &base) {
     for (const auto &path : stale) {
         // Normally dead already through PDEATHSIG; check the command line
         // names this datadir before killing, as the pid may have been reused.
-        if (auto pid_text = read_file(path + "/mariadbd.pid")) {
+        for (const char *name : {"/mariadbd.pid", "/mysqld.pid"}) {
+            auto pid_text = read_file(path + name);
+            if (!pid_text) {
+                continue;
+            }
             long pid = std::strtol(pid_text->c_str(), nullptr, 10);
             auto cmdline =
                 pid > 0 ? read_file("/proc/" + std::to_string(pid) + "/cmdline") : std::nullopt;
             if (cmdline && cmdline->find("--datadir=" + path + "/data") != std::string::npos) {
                 ::kill(static_cast<pid_t>(pid), SIGKILL);
+                // Its namespace, holding the mount points, goes with it.
+                wait_child(static_cast<pid_t>(pid), Clock::now() + 10s);
             }
         }
+        remove_mountpoints_of(path);
         std::error_code ec;
         fs::remove_all(path, ec);
     }
@@ -246,13 +274,15 @@ std::string mysql_error_text(MYSQL *m) {
     return s + ": " + mysql_error(m);
 }
 
-Result<MysqlPtr> connect_socket(const std::string &socket, unsigned read_timeout_s) {
+// Over the unix socket, or loopback TCP when port is not 0.
+Result<MysqlPtr> connect_socket(const std::string &socket, unsigned read_timeout_s,
+                                uint16_t port = 0) {
     init_client_library();
     MysqlPtr m(mysql_init(nullptr));
     if (!m) {
         return Error{ENOMEM, "mysql_init failed"};
     }
-    unsigned protocol = MYSQL_PROTOCOL_SOCKET;
+    unsigned protocol = port != 0 ? MYSQL_PROTOCOL_TCP : MYSQL_PROTOCOL_SOCKET;
     unsigned connect_timeout = 2;
     mysql_optionsv(m.get(), MYSQL_OPT_PROTOCOL, &protocol);
     mysql_optionsv(m.get(), MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
@@ -260,9 +290,12 @@ Result<MysqlPtr> connect_socket(const std::string &socket, unsigned read_timeout
         mysql_optionsv(m.get(), MYSQL_OPT_READ_TIMEOUT, &read_timeout_s);
         mysql_optionsv(m.get(), MYSQL_OPT_WRITE_TIMEOUT, &read_timeout_s);
     }
-    if (mysql_real_connect(m.get(), "localhost", kUser, kPassword, nullptr, 0, socket.c_str(),
+    const bool tcp = port != 0;
+    if (mysql_real_connect(m.get(), tcp ? "127.0.0.1" : "localhost", kUser, kPassword, nullptr,
+                           port, tcp ? nullptr : socket.c_str(),
                            CLIENT_MULTI_STATEMENTS) == nullptr) {
-        return Error{0, "cannot connect to " + socket + ": " + mysql_error_text(m.get())};
+        return Error{0, "cannot connect to " + (tcp ? "port " + std::to_string(port) : socket) +
+                            ": " + mysql_error_text(m.get())};
     }
     return m;
 }
@@ -324,124 +357,6 @@ Result<uint16_t> pick_free_port() {
     return static_cast<uint16_t>(ntohs(addr.sin_port));
 }
 
-// fork+exec rather than posix_spawn: PR_SET_PDEATHSIG must be set in the
-// child. Only async-signal-safe calls happen between fork and exec.
-Result<pid_t> spawn(const std::vector<std::string> &args, const std::string &out_path,
-                    bool own_process_group) {
-    std::vector<char *> argv;
-    for (const auto &a : args) {
-        argv.push_back(const_cast<char *>(a.c_str()));
-    }
-    argv.push_back(nullptr);
-
-    int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (out_fd < 0) {
-        return sys_error(errno, "cannot open " + out_path);
-    }
-    int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    int status_pipe[2];
-    if (null_fd < 0 || ::pipe2(status_pipe, O_CLOEXEC) != 0) {
-        int err = errno;
-        ::close(out_fd);
-        if (null_fd >= 0) {
-            ::close(null_fd);
-        }
-        return sys_error(err, "cannot prepare child");
-    }
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        int err = 0;
-        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
-            err = errno;
-        } else if (::getppid() != parent) {
-            // The parent died before PDEATHSIG was armed; nobody would reap us.
-            ::_exit(127);
-        }
-        if (err == 0 && own_process_group && ::setpgid(0, 0) != 0) {
-            err = errno;
-        }
-        if (err == 0 &&
-            (::dup2(null_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0)) {
-            err = errno;
-        }
-        if (err == 0) {
-            // Blocked and ignored signals survive exec; mariadbd expects
-            // the defaults.
-            sigset_t none;
-            sigemptyset(&none);
-            ::sigprocmask(SIG_SETMASK, &none, nullptr);
-            struct sigaction dfl {};
-            dfl.sa_handler = SIG_DFL;
-            for (int sig : {SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
-                ::sigaction(sig, &dfl, nullptr);
-            }
-            // Keep the test's own sockets and pipes out of the server.
-            ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-            ::execv(argv[0], argv.data());
-            err = errno;
-        }
-        ssize_t ignored = ::write(status_pipe[1], &err, sizeof(err));
-        (void)ignored;
-        ::_exit(127);
-    }
-    int fork_err = errno;
-    ::close(status_pipe[1]);
-    ::close(out_fd);
-    ::close(null_fd);
-    if (pid < 0) {
-        ::close(status_pipe[0]);
-        return sys_error(fork_err, "fork");
-    }
-    // EOF means exec succeeded (the pipe is close-on-exec).
-    int child_err = 0;
-    ssize_t n;
-    do {
-        n = ::read(status_pipe[0], &child_err, sizeof(child_err));
-    } while (n < 0 && errno == EINTR);
-    ::close(status_pipe[0]);
-    if (n == sizeof(child_err)) {
-        ::waitpid(pid, nullptr, 0);
-        return sys_error(child_err, "cannot execute " + args[0]);
-    }
-    return pid;
-}
-
-// Waits for a child we spawned; nullopt if it is still running at the
-// deadline. Returns -1 as status when it was reaped elsewhere (SIGCHLD
-// ignored by the test program).
-std::optional<int> wait_child(pid_t pid, Clock::time_point deadline) {
-    for (;;) {
-        int status = 0;
-        pid_t r = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid) {
-            return status;
-        }
-        if (r < 0 && errno != EINTR) {
-            if (::kill(pid, 0) != 0 && errno == ESRCH) {
-                return -1;
-            }
-        }
-        if (Clock::now() >= deadline) {
-            return std::nullopt;
-        }
-        std::this_thread::sleep_for(10ms);
-    }
-}
-
-std::string describe_status(int status) {
-    if (status == -1) {
-        return "exited (status unknown)";
-    }
-    if (WIFEXITED(status)) {
-        return "exited with status " + std::to_string(WEXITSTATUS(status));
-    }
-    if (WIFSIGNALED(status)) {
-        return std::string("was killed by signal ") + ::strsignal(WTERMSIG(status));
-    }
-    return "stopped";
-}
-
 std::string hex64(uint64_t v) {
     char buf[17];
     std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
@@ -449,13 +364,18 @@ std::string hex64(uint64_t v) {
 }
 
 // Names a template by everything that shapes its contents, so an upgraded
-// mariadb package or a changed harness never reuses an old datadir.
-std::string template_key(const ServerOptions &opts) {
+// server package or a changed harness never reuses an old datadir. The
+// flavour's name leads, so that each flavour replaces only its own.
+std::string template_key(const ServerOptions &opts, const std::string &binary_path) {
     std::string id = kTemplateVersion;
     id += '\n';
-    id += kInitSql;
-    id += kInnodbLogSize;
-    for (const auto &path : {opts.mariadbd_path, opts.install_db_path}) {
+    id += init_sql(opts.flavour);
+    id += opts.flavour == ServerFlavour::mysql ? kMysqlRedoCapacity : kInnodbLogSize;
+    std::vector<std::string> paths = {binary_path};
+    if (opts.flavour == ServerFlavour::mariadb) {
+        paths.push_back(opts.install_db_path);
+    }
+    for (const auto &path : paths) {
         struct stat st {};
         if (::stat(path.c_str(), &st) == 0) {
             id += path + ":" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
@@ -467,7 +387,7 @@ std::string template_key(const ServerOptions &opts) {
     for (unsigned char c : id) {
         h = (h ^ c) * 1099511628211ULL;
     }
-    return hex64(h);
+    return flavour_name(opts.flavour) + "-" + hex64(h);
 }
 
 class FileLock {
@@ -517,12 +437,32 @@ int lock_template_dir(const std::string &dir) {
 
 }  // namespace
 
+std::string flavour_name(ServerFlavour flavour) {
+    return flavour == ServerFlavour::mysql ? "mysql" : "mariadb";
+}
+
+std::vector<ServerFlavour> all_flavours() {
+    return {ServerFlavour::mariadb, ServerFlavour::mysql};
+}
+
 Result<std::unique_ptr<MariadbServer>> MariadbServer::start(const ServerOptions &opts) {
     std::unique_ptr<MariadbServer> server(new MariadbServer());
     server->stop_timeout_ = opts.stop_timeout;
+    server->flavour_ = opts.flavour;
+    server->binary_path_ = opts.mariadbd_path;
     // From here on the destructor cleans up whatever was created.
     if (auto r = server->make_root_dir(); !r) {
         return r.error();
+    }
+    if (opts.flavour == ServerFlavour::mysql) {
+        server->sandbox_script_ = sandbox_script(opts);
+        auto chroot = mysql_chroot(server->sandbox_script_, server->root_dir_);
+        if (!chroot) {
+            return chroot.error();
+        }
+        server->chroot_dir_ = chroot.value();
+        server->binary_path_ = server->chroot_dir_ + kMysqldInChroot;
+        server->pid_file_path_ = server->root_dir_ + "/mysqld.pid";
     }
     if (auto r = server->prepare_datadir(opts); !r) {
         return r.error();
@@ -536,16 +476,36 @@ Result<std::unique_ptr<MariadbServer>> MariadbServer::start(const ServerOptions 
             break;
         }
         if (attempt == kPortAttempts) {
-            return Error{EADDRINUSE, "mariadbd could not bind a free loopback port in " +
+            return Error{EADDRINUSE, server_name(opts.flavour) +
+                                         " could not bind a free loopback port in " +
                                          std::to_string(kPortAttempts) + " attempts"};
         }
     }
+    if (opts.flavour == ServerFlavour::mysql) {
+        // caching_sha2_password takes a full authentication (over plain TCP
+        // an RSA key exchange, 3 more round trips) the first time an account
+        // logs in, the fast path after. The socket account has logged in
+        // already; log in over TCP once too, so that every client sees the
+        // fast path whichever test comes first. FLUSH PRIVILEGES empties the
+        // cache for a test that wants the full exchange.
+        auto warm = connect_socket(server->socket_path_, 5, server->port_);
+        if (!warm) {
+            return warm.error();
+        }
+    }
+    auto version = server->query("SELECT VERSION()");
+    if (!version || version.value().size() != 1 || version.value()[0].size() != 1) {
+        return Error{0, "cannot read the server's version: " +
+                            (version ? std::string("unexpected rows") : version.error().message)};
+    }
+    server->version_ = version.value()[0][0];
     return server;
 }
 
 MariadbServer::~MariadbServer() {
     (void)stop();
     if (!root_dir_.empty()) {
+        remove_mountpoints_of(root_dir_);
         std::error_code ec;
         fs::remove_all(root_dir_, ec);
     }
@@ -570,9 +530,16 @@ Result<void> MariadbServer::make_root_dir() {
 }
 
 Result<void> MariadbServer::install_datadir(const ServerOptions &opts, const std::string &dest) {
-    const std::string init_sql = root_dir_ + "/init.sql";
-    if (auto r = write_file(init_sql, kInitSql); !r) {
+    const std::string init_sql_path = root_dir_ + "/init.sql";
+    if (auto r = write_file(init_sql_path, init_sql(flavour_)); !r) {
         return r;
+    }
+    if (flavour_ == ServerFlavour::mysql) {
+        return run_installer(
+            {sandbox_script_, "exec", root_dir_, "--", kMysqldInChroot, "--no-defaults",
+             "--user=root", "--initialize-insecure", "--datadir=" + dest,
+             "--init-file=" + init_sql_path, "--tmpdir=" + root_dir_, kMysqlRedoCapacity},
+            "mysqld --initialize-insecure");
     }
     std::vector<std::string> args = {
         opts.install_db_path,
@@ -581,7 +548,7 @@ Result<void> MariadbServer::install_datadir(const ServerOptions &opts, const std
         "--skip-test-db",
         "--skip-name-resolve",
         "--auth-root-authentication-method=socket",
-        "--extra-file=" + init_sql,
+        "--extra-file=" + init_sql_path,
         // Every mariadbd deletes #sql* files in its tmpdir at startup; in a
         // shared /tmp that would include this bootstrap's temporary tables.
         "--tmpdir=" + root_dir_,
@@ -590,6 +557,11 @@ Result<void> MariadbServer::install_datadir(const ServerOptions &opts, const std
     if (::geteuid() == 0) {
         args.push_back("--user=root");
     }
+    return run_installer(args, "mariadb-install-db");
+}
+
+Result<void> MariadbServer::run_installer(const std::vector<std::string> &args,
+                                          const std::string &what) {
     const std::string log = root_dir_ + "/install.log";
     auto pid = spawn(args, log, true);
     if (!pid) {
@@ -597,15 +569,13 @@ Result<void> MariadbServer::install_datadir(const ServerOptions &opts, const std
     }
     auto status = wait_child(pid.value(), Clock::now() + 180s);
     if (!status) {
-        // Its own process group, so the bootstrap mariadbd goes too.
+        // Its own process group, so the bootstrap server goes too.
         ::kill(-pid.value(), SIGKILL);
         ::waitpid(pid.value(), nullptr, 0);
-        return Error{ETIMEDOUT,
-                     "mariadb-install-db did not finish in 180 s; log:\n" + log_tail(log)};
+        return Error{ETIMEDOUT, what + " did not finish in 180 s; log:\n" + log_tail(log)};
     }
     if (*status != -1 && !(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)) {
-        return Error{0,
-                     "mariadb-install-db " + describe_status(*status) + "; log:\n" + log_tail(log)};
+        return Error{0, what + " " + describe_status(*status) + "; log:\n" + log_tail(log)};
     }
     return {};
 }
@@ -614,14 +584,17 @@ Result<void> MariadbServer::prepare_datadir(const ServerOptions &opts) {
     if (!opts.use_template) {
         return install_datadir(opts, datadir_);
     }
+    // Not the single-flavour harness's "mysqltrace-template-UID": that one
+    // removes every template but its own, which would make two checkouts
+    // (of before and after flavours) rebuild each other's all the time.
     const std::string cache_dir =
-        temp_base() + "/mysqltrace-template-" + std::to_string(::geteuid());
+        temp_base() + "/mysqltrace-templates-" + std::to_string(::geteuid());
     int lock_fd = lock_template_dir(cache_dir);
     if (lock_fd < 0) {
         return install_datadir(opts, datadir_);
     }
     FileLock lock(lock_fd);
-    const std::string key = template_key(opts);
+    const std::string key = template_key(opts, binary_path_);
     const std::string templ = cache_dir + "/" + key;
 
     std::error_code ec;
@@ -639,10 +612,13 @@ Result<void> MariadbServer::prepare_datadir(const ServerOptions &opts) {
             }
             return {};
         }
-        // Templates of older mariadb packages or harness versions.
+        // Templates of this flavour's older packages or harness versions
+        // (and unprefixed ones from before flavours).
+        const std::string prefix = flavour_name(flavour_) + "-";
         for (const auto &entry : fs::directory_iterator(cache_dir, ec)) {
             const std::string name = entry.path().filename().string();
-            if (name != "lock" && name != key) {
+            const bool ours = name.rfind(prefix, 0) == 0 || name.find('-') == std::string::npos;
+            if (name != "lock" && name != key && ours) {
                 std::error_code ignored;
                 fs::remove_all(entry.path(), ignored);
             }
@@ -694,20 +670,31 @@ Result<bool> MariadbServer::launch(const ServerOptions &opts) {
     }
     port_ = port.value();
 
-    std::vector<std::string> args = {
-        opts.mariadbd_path,
-        "--no-defaults",  // must come first
-        "--datadir=" + datadir_,
-        "--socket=" + socket_path_,
-        "--port=" + std::to_string(port_),
-        "--bind-address=127.0.0.1",
-        "--pid-file=" + pid_file_path_,
-        "--log-error=" + error_log_path_,
-        "--tmpdir=" + root_dir_,
-        "--skip-log-bin",
-        "--skip-name-resolve",
-        kInnodbLogSize,
-    };
+    std::vector<std::string> args;
+    if (flavour_ == ServerFlavour::mysql) {
+        // exec all the way down: the pid we get is mysqld's.
+        args = {sandbox_script_, "exec", root_dir_, "--", kMysqldInChroot};
+    } else {
+        args = {opts.mariadbd_path};
+    }
+    args.insert(args.end(), {
+                                "--no-defaults",  // must come first
+                                "--datadir=" + datadir_,
+                                "--socket=" + socket_path_,
+                                "--port=" + std::to_string(port_),
+                                "--bind-address=127.0.0.1",
+                                "--pid-file=" + pid_file_path_,
+                                "--log-error=" + error_log_path_,
+                                "--tmpdir=" + root_dir_,
+                                "--skip-log-bin",
+                                "--skip-name-resolve",
+                            });
+    if (flavour_ == ServerFlavour::mysql) {
+        // The X plugin would listen on 33060; FILE tests want any path.
+        args.insert(args.end(), {"--mysqlx=OFF", "--secure-file-priv=", kMysqlRedoCapacity});
+    } else {
+        args.push_back(kInnodbLogSize);
+    }
     if (::geteuid() == 0) {
         args.push_back("--user=root");
     }
@@ -717,7 +704,10 @@ Result<bool> MariadbServer::launch(const ServerOptions &opts) {
         for (const char *consumer : kPfsConsumers) {
             args.push_back(std::string("--performance-schema-consumer-") + consumer + "=ON");
         }
-    } else {
+        if (flavour_ == ServerFlavour::mysql) {
+            args.push_back("--performance-schema-consumer-events-statements-cpu=ON");
+        }
+    } else if (flavour_ == ServerFlavour::mariadb) {
         args.push_back("--performance-schema=OFF");
     }
     if (opts.tls) {
@@ -747,7 +737,7 @@ Result<bool> MariadbServer::launch(const ServerOptions &opts) {
             if (tail.find("Bind on TCP/IP port") != std::string::npos) {
                 return false;
             }
-            return Error{0, "mariadbd " + describe_status(*status) +
+            return Error{0, server_name(flavour_) + " " + describe_status(*status) +
                                 " before answering; error log:\n" + tail};
         }
         auto conn = connect_socket(socket_path_, 5);
@@ -761,16 +751,29 @@ Result<bool> MariadbServer::launch(const ServerOptions &opts) {
             last_error = conn.error().message;
         }
         if (Clock::now() >= deadline) {
-            auto err =
-                Error{ETIMEDOUT,
-                      "mariadbd (pid " + std::to_string(pid_) + ") did not answer within " +
-                          std::to_string(opts.start_timeout.count()) + " s (last: " + last_error +
-                          "); error log:\n" + log_tail(error_log_path_, log_start)};
+            auto err = Error{ETIMEDOUT, server_name(flavour_) + " (pid " + std::to_string(pid_) +
+                                            ") did not answer within " +
+                                            std::to_string(opts.start_timeout.count()) +
+                                            " s (last: " + last_error + "); error log:\n" +
+                                            log_tail(error_log_path_, log_start)};
             (void)stop();
             return err;
         }
         std::this_thread::sleep_for(20ms);
     }
+}
+
+std::vector<std::string> MariadbServer::cli_command() const {
+    std::vector<std::string> args;
+    if (flavour_ == ServerFlavour::mysql) {
+        // Through the script, so the socket is visible in the chroot.
+        args = {sandbox_script_, "exec", root_dir_, "--", kMysqlCliInChroot};
+    } else {
+        args = {"/usr/bin/mariadb"};
+    }
+    args.insert(args.end(), {"--no-defaults", "--protocol=socket", "--socket=" + socket_path_,
+                             "--user=" + user(), "--password=" + password()});
+    return args;
 }
 
 void MariadbServer::close_session() {
@@ -810,8 +813,9 @@ Result<void> MariadbServer::stop() {
     }
     ::kill(pid, SIGKILL);
     wait_child(pid, Clock::now() + 60s);
-    return Error{ETIMEDOUT, "mariadbd (pid " + std::to_string(pid) + ") did not stop within " +
-                                std::to_string(stop_timeout_.count()) + " s; killed it"};
+    return Error{ETIMEDOUT, server_name(flavour_) + " (pid " + std::to_string(pid) +
+                                ") did not stop within " + std::to_string(stop_timeout_.count()) +
+                                " s; killed it"};
 }
 
 }  // namespace mysqltrace::test

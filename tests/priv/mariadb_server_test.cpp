@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // The real-server harness every other priv test builds on: it must report the
 // server it really started, keep parallel servers apart, and leave nothing
-// behind, even when the test process is killed.
+// behind (no directory, no mount, no process), even when the test process is
+// killed. Every case runs on each flavour: MariaDB and Oracle MySQL 9.7.
 #include "harness/mariadb_server.h"
 
 #include <signal.h>
@@ -13,6 +14,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -30,7 +32,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::unique_ptr<MariadbServer> start_or_fail(const ServerOptions &opts = {}) {
+std::unique_ptr<MariadbServer> start_or_fail(const ServerOptions &opts) {
     auto server = MariadbServer::start(opts);
     if (!server) {
         ADD_FAILURE() << "MariadbServer::start: " << server.error().message;
@@ -78,28 +80,87 @@ struct MysqlCloser {
     void operator()(MYSQL *m) const { mysql_close(m); }
 };
 
-TEST(MariadbServer, AnswersWithTheAddressItReports) {
+bool mounted_anywhere(const std::string &path) {
+    std::ifstream mounts("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(mounts, line)) {
+        if (line.find(path) != std::string::npos) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Runs a command (no shell metacharacters in its arguments) and returns its
+// standard output.
+std::string run_output(const std::vector<std::string> &args) {
+    std::string cmd;
+    for (const auto &a : args) {
+        cmd += "'" + a + "' ";
+    }
+    cmd += "2>/dev/null";
+    std::string out;
+    if (FILE *f = ::popen(cmd.c_str(), "r")) {
+        char buf[512];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
+            out.append(buf, n);
+        }
+        ::pclose(f);
+    }
+    return out;
+}
+
+class ServerHarness : public testing::TestWithParam<ServerFlavour> {
+  protected:
+    ServerOptions options() const {
+        ServerOptions opts;
+        opts.flavour = GetParam();
+        return opts;
+    }
+    bool mysql() const { return GetParam() == ServerFlavour::mysql; }
+};
+
+TEST_P(ServerHarness, AnswersWithTheAddressItReports) {
     MYSQLTRACE_REQUIRE_ROOT();
-    auto server = start_or_fail();
+    auto server = start_or_fail(options());
     ASSERT_TRUE(server);
 
+    EXPECT_EQ(server->flavour(), GetParam());
     EXPECT_GT(server->pid(), 0);
-    EXPECT_EQ(fs::read_symlink("/proc/" + std::to_string(server->pid()) + "/exe"),
-              "/usr/sbin/mariadbd");
+    const std::string proc = "/proc/" + std::to_string(server->pid());
+    // The pid is the server's own, whatever ran in between (for MySQL:
+    // mysql-sandbox.sh, unshare, sh, chroot, each exec'ing the next).
+    EXPECT_EQ(fs::read_symlink(proc + "/exe"), server->binary_path());
+    EXPECT_EQ(fs::read_symlink(proc + "/root"), server->chroot_dir());
+    if (mysql()) {
+        EXPECT_EQ(server->binary_path(), server->chroot_dir() + "/usr/sbin/mysqld");
+        EXPECT_EQ(server->version().rfind("9.", 0), 0u) << server->version();
+    } else {
+        EXPECT_EQ(server->binary_path(), "/usr/sbin/mariadbd");
+        EXPECT_EQ(server->chroot_dir(), "/");
+        EXPECT_NE(server->version().find("MariaDB"), std::string::npos) << server->version();
+    }
+    EXPECT_EQ(query_or_fail(*server, "SELECT VERSION()"), (Rows{{server->version()}}));
     EXPECT_NE(server->port(), 0);
     EXPECT_EQ(server->host(), "127.0.0.1");
+    // performance_schema is each server's default: OFF on MariaDB, ON on MySQL.
     EXPECT_EQ(
         query_or_fail(*server, "SELECT @@port, @@socket, @@performance_schema, @@bind_address"),
-        (Rows{{std::to_string(server->port()), server->socket_path(), "0", "127.0.0.1"}}));
+        (Rows{{std::to_string(server->port()), server->socket_path(), mysql() ? "1" : "0",
+               "127.0.0.1"}}));
+    // Paths inside MySQL's chroot are the host's: the directory is mounted
+    // at its own path there.
+    const std::string pid_file = mysql() ? "/mysqld.pid" : "/mariadbd.pid";
     EXPECT_EQ(query_or_fail(*server, "SELECT @@datadir, @@log_bin, @@pid_file"),
-              (Rows{{server->datadir() + "/", "0", server->root_dir() + "/mariadbd.pid"}}));
+              (Rows{{server->datadir() + "/", "0", server->root_dir() + pid_file}}));
     EXPECT_TRUE(fs::is_regular_file(server->error_log_path()));
     EXPECT_EQ(fs::path(server->root_dir()).filename().string().rfind("mysqltrace-test-", 0), 0u);
 }
 
-TEST(MariadbServer, QueryKeepsSessionAndReturnsLastResultSet) {
+TEST_P(ServerHarness, QueryKeepsSessionAndReturnsLastResultSet) {
     MYSQLTRACE_REQUIRE_ROOT();
-    auto server = start_or_fail();
+    auto server = start_or_fail(options());
     ASSERT_TRUE(server);
 
     EXPECT_EQ(query_or_fail(*server,
@@ -118,11 +179,14 @@ TEST(MariadbServer, QueryKeepsSessionAndReturnsLastResultSet) {
     EXPECT_EQ(query_or_fail(*server, "SELECT DATABASE()"), (Rows{{"d"}}));
 }
 
-TEST(MariadbServer, PasswordUserLogsInOverTcpAndRootOverSocket) {
+TEST_P(ServerHarness, PasswordUserLogsInOverTcpAndRootOverSocket) {
     MYSQLTRACE_REQUIRE_ROOT();
-    auto server = start_or_fail();
+    auto server = start_or_fail(options());
     ASSERT_TRUE(server);
 
+    // The harness logged in over TCP once already (MySQL: filling
+    // caching_sha2_password's cache); start from an empty cache.
+    query_or_fail(*server, "FLUSH PRIVILEGES");
     std::unique_ptr<MYSQL, MysqlCloser> tcp(mysql_init(nullptr));
     ASSERT_TRUE(tcp);
     unsigned protocol = MYSQL_PROTOCOL_TCP;
@@ -140,6 +204,16 @@ TEST(MariadbServer, PasswordUserLogsInOverTcpAndRootOverSocket) {
     EXPECT_STREQ(row[0], "mt@%");
     EXPECT_STREQ(row[1], "mt@127.0.0.1");
     EXPECT_EQ(row[2], std::to_string(server->port()));
+    mysql_free_result(res);
+    // Plain TCP, the hardest case for MySQL's caching_sha2_password with
+    // nothing cached: libmariadb fetched the server's RSA key itself.
+    ASSERT_EQ(mysql_query(tcp.get(), "SHOW SESSION STATUS LIKE 'Ssl_cipher'"), 0)
+        << mysql_error(tcp.get());
+    res = mysql_store_result(tcp.get());
+    ASSERT_NE(res, nullptr);
+    row = mysql_fetch_row(res);
+    ASSERT_NE(row, nullptr);
+    EXPECT_STREQ(row[1], "");
     mysql_free_result(res);
 
     std::unique_ptr<MYSQL, MysqlCloser> root(mysql_init(nullptr));
@@ -163,10 +237,10 @@ TEST(MariadbServer, PasswordUserLogsInOverTcpAndRootOverSocket) {
               (Rows{{"SUPER"}}));
 }
 
-TEST(MariadbServer, TwoServersAtOnceAreDistinctAndBothAnswer) {
+TEST_P(ServerHarness, TwoServersAtOnceAreDistinctAndBothAnswer) {
     MYSQLTRACE_REQUIRE_ROOT();
-    auto a = start_or_fail();
-    auto b = start_or_fail();
+    auto a = start_or_fail(options());
+    auto b = start_or_fail(options());
     ASSERT_TRUE(a);
     ASSERT_TRUE(b);
 
@@ -188,24 +262,54 @@ TEST(MariadbServer, TwoServersAtOnceAreDistinctAndBothAnswer) {
               (Rows{{"0"}}));
 }
 
-TEST(MariadbServer, DestructionStopsServerAndRemovesDirectory) {
+TEST_P(ServerHarness, DestructionStopsServerAndRemovesDirectory) {
     MYSQLTRACE_REQUIRE_ROOT();
-    auto server = start_or_fail();
+    auto server = start_or_fail(options());
     ASSERT_TRUE(server);
     const pid_t pid = server->pid();
     const std::string root_dir = server->root_dir();
     ASSERT_TRUE(fs::is_directory(server->datadir()));
     ASSERT_TRUE(fs::exists(server->socket_path()));
 
+    const std::string mountpoint = server->chroot_dir() + root_dir;
+    if (mysql()) {
+        EXPECT_TRUE(fs::is_directory(mountpoint));
+    }
+
     server.reset();
     EXPECT_EQ(::kill(pid, 0), -1);
     EXPECT_EQ(errno, ESRCH);
     EXPECT_FALSE(fs::exists(root_dir));
+    EXPECT_FALSE(fs::exists(mountpoint));
+    EXPECT_FALSE(mounted_anywhere(root_dir));
 }
 
-TEST(MariadbServer, StopIsCleanAndIdempotent) {
+TEST_P(ServerHarness, MountsStayInTheServersNamespace) {
     MYSQLTRACE_REQUIRE_ROOT();
-    auto server = start_or_fail();
+    auto server = start_or_fail(options());
+    ASSERT_TRUE(server);
+    EXPECT_FALSE(mounted_anywhere(server->root_dir()));
+    std::ifstream theirs("/proc/" + std::to_string(server->pid()) + "/mountinfo");
+    std::string text((std::istreambuf_iterator<char>(theirs)), std::istreambuf_iterator<char>());
+    if (mysql()) {
+        EXPECT_NE(text.find(" " + server->root_dir() + " "), std::string::npos) << text;
+    }
+}
+
+TEST_P(ServerHarness, CliCommandLogsInOverTheSocket) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    auto server = start_or_fail(options());
+    ASSERT_TRUE(server);
+    auto args = server->cli_command();
+    args.insert(args.end(), {"--batch", "--skip-column-names", "-e",
+                             "SELECT CURRENT_USER(), @@socket, VERSION()"});
+    EXPECT_EQ(run_output(args),
+              "mt@localhost\t" + server->socket_path() + "\t" + server->version() + "\n");
+}
+
+TEST_P(ServerHarness, StopIsCleanAndIdempotent) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    auto server = start_or_fail(options());
     ASSERT_TRUE(server);
     const pid_t pid = server->pid();
     auto stopped = server->stop();
@@ -219,9 +323,9 @@ TEST(MariadbServer, StopIsCleanAndIdempotent) {
     EXPECT_NE(text.find("Shutdown complete"), std::string::npos) << text;
 }
 
-TEST(MariadbServer, PerformanceSchemaOptionEnablesEverything) {
+TEST_P(ServerHarness, PerformanceSchemaOptionEnablesEverything) {
     MYSQLTRACE_REQUIRE_ROOT();
-    ServerOptions opts;
+    ServerOptions opts = options();
     opts.performance_schema = true;
     auto server = start_or_fail(opts);
     ASSERT_TRUE(server);
@@ -237,9 +341,9 @@ TEST(MariadbServer, PerformanceSchemaOptionEnablesEverything) {
               (Rows{{"0"}}));
 }
 
-TEST(MariadbServer, ExtraArgsReachTheServer) {
+TEST_P(ServerHarness, ExtraArgsReachTheServer) {
     MYSQLTRACE_REQUIRE_ROOT();
-    ServerOptions opts;
+    ServerOptions opts = options();
     opts.extra_args = {"--max-connections=77", "--character-set-server=latin1"};
     auto server = start_or_fail(opts);
     ASSERT_TRUE(server);
@@ -247,18 +351,18 @@ TEST(MariadbServer, ExtraArgsReachTheServer) {
               (Rows{{"77", "latin1"}}));
 }
 
-TEST(MariadbServer, WorksWithoutTemplate) {
+TEST_P(ServerHarness, WorksWithoutTemplate) {
     MYSQLTRACE_REQUIRE_ROOT();
-    ServerOptions opts;
+    ServerOptions opts = options();
     opts.use_template = false;
     auto server = start_or_fail(opts);
     ASSERT_TRUE(server);
     EXPECT_EQ(query_or_fail(*server, "SELECT CURRENT_USER()"), (Rows{{"mt@localhost"}}));
 }
 
-TEST(MariadbServer, BadStartReportsTheErrorLog) {
+TEST_P(ServerHarness, BadStartReportsTheErrorLog) {
     MYSQLTRACE_REQUIRE_ROOT();
-    ServerOptions opts;
+    ServerOptions opts = options();
     opts.extra_args = {"--no-such-option-for-mysqltrace"};
     auto server = MariadbServer::start(opts);
     ASSERT_FALSE(server);
@@ -268,7 +372,7 @@ TEST(MariadbServer, BadStartReportsTheErrorLog) {
 
 // A test binary killed outright (ctest timeout) runs no destructor: its
 // server must die with it, and the next start sweeps the leftover directory.
-TEST(MariadbServer, KilledOwnerTakesServerAlongAndLeftoversAreSwept) {
+TEST_P(ServerHarness, KilledOwnerTakesServerAlongAndLeftoversAreSwept) {
     MYSQLTRACE_REQUIRE_ROOT();
     // The orphaned server is reparented to us, so we can see how it ended.
     ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
@@ -278,7 +382,7 @@ TEST(MariadbServer, KilledOwnerTakesServerAlongAndLeftoversAreSwept) {
     ASSERT_GE(child, 0);
     if (child == 0) {
         ::close(fds[0]);
-        auto server = MariadbServer::start();
+        auto server = MariadbServer::start(options());
         std::string msg =
             server ? std::to_string(server.value()->pid()) + " " + server.value()->root_dir() + "\n"
                    : "0 " + server.error().message + "\n";
@@ -310,10 +414,16 @@ TEST(MariadbServer, KilledOwnerTakesServerAlongAndLeftoversAreSwept) {
     ::prctl(PR_SET_CHILD_SUBREAPER, 0);
     ASSERT_TRUE(fs::is_directory(root_dir));
 
-    auto next = start_or_fail();
+    auto next = start_or_fail(options());
     ASSERT_TRUE(next);
     EXPECT_FALSE(fs::exists(root_dir));
+    EXPECT_FALSE(fs::exists(next->chroot_dir() + root_dir));
 }
+
+INSTANTIATE_TEST_SUITE_P(Flavours, ServerHarness, testing::ValuesIn(all_flavours()),
+                         [](const testing::TestParamInfo<ServerFlavour> &info) {
+                             return flavour_name(info.param);
+                         });
 
 }  // namespace
 }  // namespace mysqltrace::test

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // `mysqltrace run -- CMD`: real clients started under the shim, talking to a
-// real mariadbd. The exact WL#6226 event sequence (with the shim's API call
-// lines) of each scenario, the same sequence as attach mode sees, and
-// client-side failures reported with the library's own errors.
+// real server, MariaDB and Oracle MySQL 9.7. The exact WL#6226 event sequence
+// (with the shim's API call lines) of each scenario (NAME.mysql.trace for
+// MySQL), the same sequence as attach mode sees, and client-side failures
+// reported with the library's own errors.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -27,29 +29,39 @@ namespace {
 
 using namespace mysqltrace::test;
 
-class RunTrace : public ::testing::Test {
+// The server is only the clients' peer; one per flavour for the whole
+// suite, started by the first test that needs it.
+class RunTrace : public ::testing::TestWithParam<ServerFlavour> {
   protected:
-    static void SetUpTestSuite() {
-        if (geteuid() != 0) {
-            return;
-        }
-        ServerOptions o;
-        o.tls = true;
-        auto s = MariadbServer::start(o);
-        ASSERT_TRUE(s.ok()) << s.error().message;
-        server_ = std::move(s).value();
-        auto r = server_->query(
-            "CREATE DATABASE mt; CREATE TABLE mt.t (a INT, b VARCHAR(10));"
-            "INSERT INTO mt.t VALUES (1, 'one'), (2, 'two')");
-        ASSERT_TRUE(r.ok()) << r.error().message;
-    }
-    static void TearDownTestSuite() { server_.reset(); }
+    static void TearDownTestSuite() { servers_.clear(); }
+
+    bool mysql() const { return GetParam() == ServerFlavour::mysql; }
+    // The expected trace of this flavour.
+    std::string expected(const std::string &name) const { return mysql() ? name + ".mysql" : name; }
 
     void SetUp() override {
         MYSQLTRACE_REQUIRE_ROOT();
-        ASSERT_TRUE(server_);
-        out_ = server_->root_dir() + "/" +
-               ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".trace";
+        auto &slot = servers_[GetParam()];
+        if (!slot) {
+            ServerOptions o;
+            o.flavour = GetParam();
+            o.tls = true;
+            if (mysql()) {
+                // OFF by default since MySQL 8.0.
+                o.extra_args.push_back("--local-infile=ON");
+            }
+            auto s = MariadbServer::start(o);
+            ASSERT_TRUE(s.ok()) << s.error().message;
+            slot = std::move(s).value();
+            auto r = slot->query(
+                "CREATE DATABASE mt; CREATE TABLE mt.t (a INT, b VARCHAR(10));"
+                "INSERT INTO mt.t VALUES (1, 'one'), (2, 'two')");
+            ASSERT_TRUE(r.ok()) << r.error().message;
+        }
+        server_ = slot.get();
+        std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        std::replace(name.begin(), name.end(), '/', '.');
+        out_ = server_->root_dir() + "/" + name + ".trace";
     }
 
     std::vector<std::string> c_client(const std::vector<std::string> &extra = {},
@@ -93,15 +105,16 @@ class RunTrace : public ::testing::Test {
         EXPECT_NE(s.tracer_stderr.find(" 0 records dropped; traced process exited\n"),
                   std::string::npos)
             << s.tracer_stderr;
-        EXPECT_TRUE(matches_expected(expected, normalised(s)));
+        EXPECT_TRUE(matches_expected(this->expected(expected), normalised(s)));
         return s;
     }
 
-    static std::unique_ptr<MariadbServer> server_;
+    static std::map<ServerFlavour, std::unique_ptr<MariadbServer>> servers_;
+    MariadbServer *server_ = nullptr;
     std::string out_;
 };
 
-std::unique_ptr<MariadbServer> RunTrace::server_;
+std::map<ServerFlavour, std::unique_ptr<MariadbServer>> RunTrace::servers_;
 
 const std::vector<Step> kBasic = {
     {"connect", "ok"},
@@ -110,11 +123,11 @@ const std::vector<Step> kBasic = {
     {"query select * from mt.nosuch", "error 1146 Table 'mt.nosuch' doesn't exist"},
     {"quit", "ok"}};
 
-TEST_F(RunTrace, CResultSetEmptyResultErrorQuit) {
+TEST_P(RunTrace, CResultSetEmptyResultErrorQuit) {
     check("run_c_basic", c_client(), kBasic);
 }
 
-TEST_F(RunTrace, CMultiStatementsPreparedAdmin) {
+TEST_P(RunTrace, CMultiStatementsPreparedAdmin) {
     check("run_c_more", c_client({"--multi"}, true),
           {{"connect", "ok"},
            {"query select 1; select 2, 3; do 1", "ok 2 2"},
@@ -128,7 +141,7 @@ TEST_F(RunTrace, CMultiStatementsPreparedAdmin) {
            {"quit", "ok"}});
 }
 
-TEST_F(RunTrace, CLocalInfile) {
+TEST_P(RunTrace, CLocalInfile) {
     std::string csv = server_->root_dir() + "/run_rows.csv";
     std::ofstream(csv) << "7,seven\n8,eight\n";
     check("run_c_local_infile", c_client({"--local-infile"}),
@@ -139,12 +152,12 @@ TEST_F(RunTrace, CLocalInfile) {
            {"quit", "ok"}});
 }
 
-TEST_F(RunTrace, CTls) {
+TEST_P(RunTrace, CTls) {
     check("run_c_tls", c_client({"--ssl"}, true),
           {{"connect", "ok"}, {"query select 'secret' as word", "ok 1 1"}, {"quit", "ok"}});
 }
 
-TEST_F(RunTrace, MariadbCliBatchAndTls) {
+TEST_P(RunTrace, MariadbCliBatchAndTls) {
     // The CLI links the client library statically: no API calls to see, the
     // shim's socket and OpenSSL interposers carry the whole trace.
     check("run_cli_batch",
@@ -174,7 +187,7 @@ std::vector<std::string> event_sequence(const std::string &trace) {
     return seq;
 }
 
-TEST_F(RunTrace, SameEventsAsAttachMode) {
+TEST_P(RunTrace, SameEventsAsAttachMode) {
     // One workload, traced once from the shim and once from the syscalls.
     const std::vector<Step> steps = {
         {"connect", "ok"},
@@ -200,7 +213,7 @@ TEST_F(RunTrace, SameEventsAsAttachMode) {
     EXPECT_EQ(attach.trace.find("api: "), std::string::npos);
 }
 
-TEST_F(RunTrace, RefusedConnectionIsAnErrorEventWithTheLibrarysError) {
+TEST_P(RunTrace, RefusedConnectionIsAnErrorEventWithTheLibrarysError) {
     // A loopback port nobody listens on: bind one, note it, close it.
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -222,13 +235,16 @@ TEST_F(RunTrace, RefusedConnectionIsAnErrorEventWithTheLibrarysError) {
     std::string code = s.answers[0].substr(6, 4);
     std::string norm =
         std::regex_replace(normalised(s), std::regex(std::to_string(port)), "<port>");
+    // No server takes part: one expected trace for both flavours.
     EXPECT_TRUE(matches_expected("run_refused", norm));
     EXPECT_NE(norm.find("Client error " + code + " (HY000): "), std::string::npos) << norm;
 }
 
-TEST_F(RunTrace, ServerKilledMidQueryIsLostConnection) {
+TEST_P(RunTrace, ServerKilledMidQueryIsLostConnection) {
     // A server of its own, killed while the client waits for a reply.
-    auto own = MariadbServer::start(ServerOptions{});
+    ServerOptions opts;
+    opts.flavour = GetParam();
+    auto own = MariadbServer::start(opts);
     ASSERT_TRUE(own.ok()) << own.error().message;
     auto &srv = **own;
     std::vector<std::string> argv = {
@@ -251,14 +267,14 @@ TEST_F(RunTrace, ServerKilledMidQueryIsLostConnection) {
     ss << in.rdbuf();
     TracedSession s;
     s.trace = ss.str();
-    EXPECT_TRUE(matches_expected("run_server_killed", normalised(s)));
+    EXPECT_TRUE(matches_expected(expected("run_server_killed"), normalised(s)));
 }
 
 // sysbench (libmariadb, two threads, prepared statements) three ways: plain,
 // with the shim preloaded but no tracer, and under `mysqltrace run`. The
 // shim changes nothing sysbench reports, and the trace has one
 // COM_STMT_EXECUTE and one mysql_stmt_execute call per query it counts.
-TEST_F(RunTrace, SysbenchUnchangedByTheShimAndFullyTraced) {
+TEST_P(RunTrace, SysbenchUnchangedByTheShimAndFullyTraced) {
     ASSERT_TRUE(server_->query("CREATE DATABASE IF NOT EXISTS sbtest").ok());
     std::vector<std::string> sb = server_->sysbench_point_select(1000);
     auto prep = sb;
@@ -315,5 +331,10 @@ TEST_F(RunTrace, SysbenchUnchangedByTheShimAndFullyTraced) {
     EXPECT_EQ(seen["COM_STMT_PREPARE"], 2);
     EXPECT_EQ(seen["COM_QUIT"], 2);
 }
+
+INSTANTIATE_TEST_SUITE_P(Flavours, RunTrace, ::testing::ValuesIn(all_flavours()),
+                         [](const ::testing::TestParamInfo<ServerFlavour> &info) {
+                             return flavour_name(info.param);
+                         });
 
 }  // namespace

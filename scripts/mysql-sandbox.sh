@@ -1,0 +1,421 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# A throwaway Oracle MySQL server (Debian sid's mysql-server-core, 9.7) in a
+# directory of its own, next to scripts/mariadb-sandbox.sh and with its
+# conventions: user mt / password mtpass over TCP (127.0.0.1) and the unix
+# socket, root (no password) over the socket, no binary log.
+#
+#   mysql-sandbox.sh start DIR [--performance-schema[=off]] [-- MYSQLD-ARGS...]
+#       Initialise and start a server in DIR (must not exist or be empty),
+#       wait until it answers, print MT_* shell assignments (also in DIR/env).
+#       performance_schema stays at 9.7's default (ON, default instruments)
+#       unless --performance-schema (everything on) or =off.
+#   mysql-sandbox.sh status DIR    exit 0 if the server answers, 1 if not
+#   mysql-sandbox.sh stop DIR      shut it down and remove DIR
+#   mysql-sandbox.sh chroot        print the sid chroot's path (built if needed)
+#   mysql-sandbox.sh exec DIR -- PROGRAM [ARGS...]
+#       Run a program of the chroot (e.g. /usr/bin/mysql) with DIR visible at
+#       its host path; the process keeps the pid this script started with.
+#   mysql-sandbox.sh client DIR [MYSQL-ARGS...]
+#       The chroot's mysql CLI, logged in as mt over DIR's socket.
+#
+# The server is the chroot's /usr/sbin/mysqld started from the host, so its
+# pid is a host pid, in a private mount namespace holding /proc and DIR
+# (bind-mounted at DIR's own path, so paths agree inside and out): the mounts
+# go away with the process and nothing stays mounted on the host.
+#
+# Environment: MYSQL_CHROOT (default /var/cache/mysqltrace/mysql-sid),
+# MYSQL_MIRROR (default: the Debian URI apt uses), MARIADB_CLIENT (the host
+# client used to ping, default /usr/bin/mariadb), MT_START_TIMEOUT (s, 60),
+# MT_STOP_TIMEOUT (s, 30), MT_CHROOT_TIMEOUT (s to wait for another build, 900).
+set -euo pipefail
+
+readonly MT_USER_NAME=mt
+readonly MT_USER_PASSWORD=mtpass
+# Marks a directory this script made, so stop never removes anything else.
+readonly MARKER=.mysqltrace-sandbox
+# Everything the chroot holds besides sid's essentials: the server, Oracle's
+# CLI and client library (headers too, for programs built against it), and CA
+# certificates for TLS tests. Changing the list rebuilds the cached chroot.
+readonly CHROOT_PACKAGES=(mysql-server-core mysql-client libmysqlclient-dev ca-certificates)
+# Bump when the chroot's preparation below changes, to rebuild caches.
+readonly CHROOT_FORMAT=1
+MYSQL_CHROOT=${MYSQL_CHROOT:-/var/cache/mysqltrace/mysql-sid}
+MARIADB_CLIENT=${MARIADB_CLIENT:-/usr/bin/mariadb}
+START_TIMEOUT=${MT_START_TIMEOUT:-60}
+STOP_TIMEOUT=${MT_STOP_TIMEOUT:-30}
+CHROOT_TIMEOUT=${MT_CHROOT_TIMEOUT:-900}
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+
+# MariaDB's list plus MySQL's events_statements_cpu.
+PFS_CONSUMERS=(
+    events-stages-current events-stages-history events-stages-history-long
+    events-statements-cpu events-statements-current events-statements-history
+    events-statements-history-long events-transactions-current events-transactions-history events-transactions-history-long
+    events-waits-current events-waits-history events-waits-history-long
+    global-instrumentation statements-digest thread-instrumentation
+)
+
+die() {
+    echo "mysql-sandbox: $*" >&2
+    exit 1
+}
+
+usage() {
+    sed -n '9,22p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+# The first Debian (not security) URI of apt's own sources: the machine's
+# mirror, perhaps a frozen snapshot, is the one known to be reachable.
+debian_mirror() {
+    if [[ -n ${MYSQL_MIRROR:-} ]]; then
+        echo "$MYSQL_MIRROR"
+        return
+    fi
+    local uri
+    uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+        awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }')
+    if [[ -z $uri ]]; then
+        uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+            awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { if ($i !~ /security/) { print $i; exit } break } }')
+    fi
+    [[ -n $uri ]] || die "no Debian mirror in /etc/apt/sources.list{,.d}; set MYSQL_MIRROR"
+    echo "$uri"
+}
+
+chroot_stamp() {
+    echo "format $CHROOT_FORMAT; packages ${CHROOT_PACKAGES[*]}"
+}
+
+chroot_ready() {
+    [[ -r $MYSQL_CHROOT/.mysqltrace-chroot && -x $MYSQL_CHROOT/usr/sbin/mysqld &&
+        $(<"$MYSQL_CHROOT/.mysqltrace-chroot") == "$(chroot_stamp)" ]]
+}
+
+# Builds the chroot once: into a temporary directory next to it, published
+# by rename, under a lock so parallel callers wait for one build.
+ensure_chroot() {
+    chroot_ready && return 0
+    [[ $(id -u) -eq 0 ]] || die "building the MySQL chroot needs root"
+    command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (scripts/install-deps.sh installs it)"
+    local parent
+    parent=$(dirname "$MYSQL_CHROOT")
+    mkdir -p "$parent"
+    local lock_fd
+    exec {lock_fd}>"$MYSQL_CHROOT.lock"
+    flock -w "$CHROOT_TIMEOUT" "$lock_fd" ||
+        die "another build of $MYSQL_CHROOT held its lock for ${CHROOT_TIMEOUT}s"
+    if chroot_ready; then
+        exec {lock_fd}>&-
+        return 0
+    fi
+    local mirror tmp started=$SECONDS
+    mirror=$(debian_mirror)
+    tmp=$(mktemp -d "$MYSQL_CHROOT.build.XXXXXX")
+    echo "mysql-sandbox: building $MYSQL_CHROOT (sid: ${CHROOT_PACKAGES[*]}) from $mirror" >&2
+    local packages
+    packages=$(
+        IFS=,
+        echo "${CHROOT_PACKAGES[*]}"
+    )
+    # The mirror may be a frozen snapshot whose Release files have expired.
+    if ! mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
+        --include="$packages" sid "$tmp" "$mirror" >"$tmp.log" 2>&1; then
+        tail -n 30 "$tmp.log" >&2
+        rm -rf --one-file-system -- "$tmp"
+        die "mmdebstrap failed (log: $tmp.log)"
+    fi
+    # mysqld resolves 127.0.0.1/localhost through the chroot's files.
+    cp /etc/hosts "$tmp/etc/hosts"
+    chroot_stamp >"$tmp/.mysqltrace-chroot"
+    if [[ -e $MYSQL_CHROOT ]]; then
+        # An older format or package list: nothing of ours is mounted on it
+        # (mounts live in the servers' own namespaces), --one-file-system
+        # in case something else is.
+        local old
+        old=$(mktemp -d "$MYSQL_CHROOT.old.XXXXXX")
+        mv -T "$MYSQL_CHROOT" "$old/chroot"
+        rm -rf --one-file-system -- "$old"
+    fi
+    mv -T "$tmp" "$MYSQL_CHROOT"
+    rm -f "$tmp.log"
+    echo "mysql-sandbox: built $MYSQL_CHROOT in $((SECONDS - started)) s" >&2
+    exec {lock_fd}>&-
+}
+
+# Creates DIR's mount point inside the chroot and records the directories it
+# had to create (host paths, outermost first) in DIR/chroot-mountpoints, for
+# stop and the C++ harness's teardown.
+make_mountpoint() {
+    local dir=$1 path="" part
+    local -a created=()
+    local IFS=/
+    for part in ${dir#/}; do
+        path+=/$part
+        if [[ ! -d $MYSQL_CHROOT$path ]]; then
+            mkdir "$MYSQL_CHROOT$path" 2>/dev/null || [[ -d $MYSQL_CHROOT$path ]] ||
+                die "cannot create $MYSQL_CHROOT$path"
+            created+=("$MYSQL_CHROOT$path")
+        fi
+    done
+    if [[ ${#created[@]} -gt 0 ]]; then
+        printf '%s\n' "${created[@]}" >>"$dir/chroot-mountpoints"
+    fi
+}
+
+# Removes the mount points start created, innermost first; a directory still
+# in use by another sandbox is not empty and stays.
+remove_mountpoints() {
+    local dir=$1 path
+    [[ -r $dir/chroot-mountpoints ]] || return 0
+    tac "$dir/chroot-mountpoints" | while IFS= read -r path; do
+        [[ $path == /* ]] || continue
+        rmdir -- "$path" 2>/dev/null || true
+    done
+}
+
+# exec DIR -- PROGRAM ARGS...: replaces this shell with PROGRAM run in the
+# chroot, in a private mount namespace (unshare's default propagation is
+# private, so nothing mounted there reaches the host). exec all the way
+# down, so the caller's child pid is PROGRAM's pid.
+cmd_exec() {
+    [[ $# -ge 3 && $2 == -- ]] || usage
+    [[ -d $1 ]] || die "no such directory: $1"
+    local dir
+    dir=$(abs_dir "$1")
+    shift 2
+    ensure_chroot
+    make_mountpoint "$dir"
+    # shellcheck disable=SC2016 # expanded by the inner sh
+    exec unshare --mount --propagation private -- /bin/sh -ec '
+        root=$1 dir=$2
+        shift 2
+        mount -t proc proc "$root/proc"
+        mount --bind "$dir" "$root$dir"
+        exec chroot "$root" "$@"' sh "$MYSQL_CHROOT" "$dir" "$@"
+}
+
+# The kernel hands out a port that is free now; start retries if mysqld
+# loses the race for it.
+free_port() {
+    perl -MIO::Socket::INET -e '
+        my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0, Proto => "tcp")
+            or die "cannot bind a loopback port: $!\n";
+        print $s->sockport, "\n";'
+}
+
+ping_server() {
+    "$MARIADB_CLIENT" --no-defaults --protocol=socket --socket="$1" \
+        --user="$MT_USER_NAME" --password="$MT_USER_PASSWORD" \
+        --connect-timeout=2 --batch --skip-column-names -e 'SELECT 1' >/dev/null 2>&1
+}
+
+# Prints the pid only if it is a live mysqld serving DIR's datadir, so a
+# stale pid file never gets an unrelated process killed.
+server_pid() {
+    local dir=$1 pid
+    [[ -r $dir/mysqld.pid ]] || return 1
+    pid=$(<"$dir/mysqld.pid")
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    [[ -r /proc/$pid/cmdline ]] || return 1
+    tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qxF -- "--datadir=$dir/data" || return 1
+    echo "$pid"
+}
+
+# A stopped server stays a zombie until init reaps it, which can take a
+# while; it no longer holds the datadir, so it counts as gone.
+alive() {
+    local state
+    state=$(sed -n 's/^.*) \(.\).*$/\1/p' "/proc/$1/stat" 2>/dev/null) || return 1
+    [[ -n $state && $state != Z ]]
+}
+
+abs_dir() {
+    (cd "$1" && pwd -P)
+}
+
+cmd_start() {
+    [[ $# -ge 1 ]] || usage
+    local dir=$1
+    shift
+    local pfs=default
+    local -a extra=()
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+        --performance-schema | --performance-schema=on) pfs=full ;;
+        --performance-schema=off) pfs=off ;;
+        --)
+            shift
+            extra=("$@")
+            break
+            ;;
+        *) die "unknown option: $1" ;;
+        esac
+        shift
+    done
+    [[ $(id -u) -eq 0 ]] || die "start needs root (chroot, mount namespace)"
+
+    if [[ -e $dir ]]; then
+        [[ -d $dir ]] || die "$dir exists and is not a directory"
+        [[ -z $(ls -A "$dir") ]] || die "$dir is not empty"
+    else
+        mkdir -p "$dir"
+    fi
+    dir=$(abs_dir "$dir")
+    chmod 700 "$dir"
+    : >"$dir/$MARKER"
+
+    local sock=$dir/mysql.sock
+    # sun_path holds 107 characters; mysqld would fail with a vaguer message.
+    [[ ${#sock} -le 107 ]] || die "socket path too long (${#sock} > 107): $sock"
+    ensure_chroot
+
+    # Runs at the end of --initialize. caching_sha2_password is 9.x's only
+    # password plugin; two hosts because a socket login is 'localhost' and a
+    # TCP login under --skip-name-resolve is '127.0.0.1' (matched by '%').
+    cat >"$dir/init.sql" <<EOF
+CREATE USER '$MT_USER_NAME'@'localhost' IDENTIFIED WITH caching_sha2_password BY '$MT_USER_PASSWORD';
+CREATE USER '$MT_USER_NAME'@'%' IDENTIFIED WITH caching_sha2_password BY '$MT_USER_PASSWORD';
+GRANT ALL PRIVILEGES ON *.* TO '$MT_USER_NAME'@'localhost' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON *.* TO '$MT_USER_NAME'@'%' WITH GRANT OPTION;
+EOF
+    # --tmpdir: keep the bootstrap's temporary files out of a shared /tmp.
+    if ! "$SELF" exec "$dir" -- /usr/sbin/mysqld --no-defaults --user=root \
+        --initialize-insecure --datadir="$dir/data" --init-file="$dir/init.sql" \
+        --tmpdir="$dir" --log-error="$dir/install.log" </dev/null >>"$dir/install.log" 2>&1; then
+        tail -n 20 "$dir/install.log" >&2
+        die "mysqld --initialize-insecure failed (log: $dir/install.log)"
+    fi
+
+    local -a pfs_args=()
+    case $pfs in
+    off) pfs_args=(--performance-schema=OFF) ;;
+    full)
+        pfs_args=(--performance-schema=ON '--performance-schema-instrument=%=ON')
+        local c
+        for c in "${PFS_CONSUMERS[@]}"; do
+            pfs_args+=("--performance-schema-consumer-$c=ON")
+        done
+        ;;
+    esac
+
+    local port pid log_start deadline
+    local attempt
+    for ((attempt = 1; attempt <= 8; attempt++)); do
+        port=$(free_port)
+        log_start=$(($(stat -c %s "$dir/error.log" 2>/dev/null || echo 0) + 1))
+        # setsid: the server outlives this script and the caller's terminal.
+        setsid "$SELF" exec "$dir" -- /usr/sbin/mysqld --no-defaults --user=root \
+            --datadir="$dir/data" --socket="$sock" --port="$port" \
+            --bind-address=127.0.0.1 --pid-file="$dir/mysqld.pid" \
+            --log-error="$dir/error.log" --tmpdir="$dir" \
+            --secure-file-priv= --mysqlx=OFF --skip-log-bin --skip-name-resolve \
+            "${pfs_args[@]}" "${extra[@]}" \
+            </dev/null >>"$dir/error.log" 2>&1 &
+        pid=$!
+        deadline=$((SECONDS + START_TIMEOUT))
+        while ! ping_server "$sock"; do
+            if ! kill -0 "$pid" 2>/dev/null; then
+                wait "$pid" 2>/dev/null || true
+                pid=
+                break
+            fi
+            if ((SECONDS >= deadline)); then
+                kill -KILL "$pid" 2>/dev/null || true
+                wait "$pid" 2>/dev/null || true
+                tail -c +"$log_start" "$dir/error.log" | tail -n 20 >&2
+                die "mysqld did not answer within ${START_TIMEOUT}s (log: $dir/error.log; 'stop $dir' removes it)"
+            fi
+            sleep 0.05
+        done
+        [[ -z $pid ]] || break
+        if ! tail -c +"$log_start" "$dir/error.log" | grep -q 'Do you already have another mysqld server running on port'; then
+            tail -c +"$log_start" "$dir/error.log" | tail -n 20 >&2
+            die "mysqld exited before answering (log: $dir/error.log; 'stop $dir' removes it)"
+        fi
+    done
+    [[ -n $pid ]] || die "mysqld could not bind a free loopback port"
+
+    {
+        printf 'MT_SOCKET=%q\n' "$sock"
+        printf 'MT_HOST=127.0.0.1\n'
+        printf 'MT_PORT=%q\n' "$port"
+        printf 'MT_PID=%q\n' "$pid"
+        printf 'MT_USER=%q\n' "$MT_USER_NAME"
+        printf 'MT_PASSWORD=%q\n' "$MT_USER_PASSWORD"
+        printf 'MT_DATADIR=%q\n' "$dir/data"
+        printf 'MT_ERROR_LOG=%q\n' "$dir/error.log"
+        printf 'MT_CHROOT=%q\n' "$MYSQL_CHROOT"
+    } >"$dir/env"
+    cat "$dir/env"
+}
+
+cmd_stop() {
+    [[ $# -eq 1 ]] || usage
+    [[ -d $1 ]] || die "no such directory: $1"
+    local dir
+    dir=$(abs_dir "$1")
+    [[ -e $dir/$MARKER ]] || die "$dir was not made by mysql-sandbox.sh start; not touching it"
+    local pid
+    if pid=$(server_pid "$dir"); then
+        # SIGTERM is mysqld's clean shutdown.
+        kill -TERM "$pid" 2>/dev/null || true
+        local deadline=$((SECONDS + STOP_TIMEOUT))
+        while alive "$pid" && ((SECONDS < deadline)); do
+            sleep 0.05
+        done
+        if alive "$pid"; then
+            echo "mysql-sandbox: mysqld $pid did not stop within ${STOP_TIMEOUT}s; killing it" >&2
+            kill -KILL "$pid" 2>/dev/null || true
+            while alive "$pid"; do
+                sleep 0.05
+            done
+        fi
+    fi
+    remove_mountpoints "$dir"
+    rm -rf -- "$dir"
+}
+
+cmd_status() {
+    [[ $# -eq 1 ]] || usage
+    [[ -d $1 ]] || die "no such directory: $1"
+    local dir pid
+    dir=$(abs_dir "$1")
+    if pid=$(server_pid "$dir") && ping_server "$dir/mysql.sock"; then
+        echo "running (pid $pid)"
+        [[ -r $dir/env ]] && cat "$dir/env"
+        return 0
+    fi
+    echo "not running"
+    return 1
+}
+
+cmd_client() {
+    [[ $# -ge 1 ]] || usage
+    local dir
+    dir=$(abs_dir "$1")
+    shift
+    exec "$SELF" exec "$dir" -- /usr/bin/mysql --no-defaults --protocol=socket \
+        --socket="$dir/mysql.sock" --user="$MT_USER_NAME" --password="$MT_USER_PASSWORD" "$@"
+}
+
+cmd_chroot() {
+    [[ $# -eq 0 ]] || usage
+    ensure_chroot
+    echo "$MYSQL_CHROOT"
+}
+
+[[ $# -ge 1 ]] || usage
+command=$1
+shift
+case $command in
+start) cmd_start "$@" ;;
+stop) cmd_stop "$@" ;;
+status) cmd_status "$@" ;;
+chroot) cmd_chroot "$@" ;;
+exec) cmd_exec "$@" ;;
+client) cmd_client "$@" ;;
+*) usage ;;
+esac

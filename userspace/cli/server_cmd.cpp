@@ -50,10 +50,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto mode = stage_mode(a.stages);
     const bool mysql8 = target->profile == server::ServerProfile::mysql8;
     const bool exact = mode == server::StageMode::exact || mode == server::StageMode::traps;
-    if (mysql8) {
-        std::cerr << "mysqltrace: MySQL 8 symbol profile (untested against real MySQL "
-                     "binaries): a return probe on dispatch_command ends statements\n";
-    } else if (target->end_is_return) {
+    if (target->end_is_return) {
         std::cerr << "mysqltrace: no end-of-command stage site in this build: a return probe on "
                      "dispatch_command ends statements (dearer)\n";
     }
@@ -255,6 +252,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     };
     auto stop = trace::run_loop((*tracer)->rings(), lo);
     auto flushed = (*tracer)->rings().flush();
+    (*tracer)->flush_held();
     if (trace_files) {
         trace_files->flush();
     }

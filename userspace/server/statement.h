@@ -66,7 +66,7 @@ struct Statement {
     uint32_t samples_lost = 0;
     uint32_t sample_period_us = 0;
 
-    bool failed() const { return da_status == 5; }
+    bool failed() const { return da_status == MT_DA_ERROR; }
     bool truncated() const { return text.size() < text_len; }
 };
 

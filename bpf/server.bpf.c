@@ -993,9 +993,51 @@ struct {
     __type(value, struct scan_buf);
 } scan SEC(".maps");
 
+// Whether `ret` follows a call instruction, as a return address does: a
+// word of the server's code address range that does not (a function
+// pointer kept in a local, as MySQL's timer and MDL code leave in glibc's
+// uninitialised wait frames) is not a caller. call rel32 (e8), and the
+// indirect calls ff /2 through a register, a disp8/disp32 base or %rip.
+static __always_inline int after_call(__u64 ret) {
+    __u8 c[8];
+
+    if (bpf_probe_read_user(c, sizeof(c), (void *)(ret - 8)))
+        return 0;
+    return c[3] == 0xe8 || (c[6] == 0xff && (c[7] & 0xf8) == 0xd0) ||
+           (c[5] == 0xff && (c[6] & 0xf8) == 0x50) || (c[2] == 0xff && c[3] == 0x15) ||
+           (c[2] == 0xff && (c[3] & 0xf8) == 0x90);
+}
+
+// Whether the return address at words[i] is the live one of a caller that
+// keeps a frame pointer (MySQL 9.7's code does): glibc's wait code below it
+// saved that caller's %rbp (a stack address above the return address, where
+// the caller's own saved %rbp and return address sit). A stale return
+// address left in glibc's uninitialised locals by an earlier call (MySQL's
+// my_timer_nanoseconds calling clock_gettime before a timed wait) has no
+// such frame. Only the words read are looked at: a deeper frame fails.
+#define SAVED_REGS_SCAN 16
+
+static __always_inline int frame_of_caller(struct scan_buf *b, __u64 sp, int i) {
+    for (int d = 1; d <= SAVED_REGS_SCAN; d++) {
+        __u64 f, k, ret;
+
+        if (d > i)
+            break;
+        f = b->words[(i - d) & (CALLER_SCAN - 1)];
+        if (f <= sp + 8 * i || f >= sp + 8 * (CALLER_SCAN - 1) || (f & 7))
+            continue;
+        k = (f - sp) / 8 + 1;
+        ret = b->words[k & (CALLER_SCAN - 1)];
+        if (ret >= text_lo && ret < text_hi)
+            return 1;
+    }
+    return 0;
+}
+
 static __always_inline __u64 server_caller(struct pt_regs *regs) {
     __u64 sp = BPF_CORE_READ(regs, sp);
     struct scan_buf *b;
+    __u64 first = 0;
     __u32 zero = 0;
 
     // Syscall tracepoints run with preemption on: the buffer may be shared
@@ -1006,10 +1048,14 @@ static __always_inline __u64 server_caller(struct pt_regs *regs) {
     for (int i = 0; i < CALLER_SCAN; i++) {
         __u64 w = b->words[i];
 
-        if (w >= text_lo && w < text_hi)
+        if (w < text_lo || w >= text_hi || !after_call(w))
+            continue;
+        if (!first)
+            first = w;
+        if (frame_of_caller(b, sp, i))
             return w;
     }
-    return 0;
+    return first;
 }
 
 #define S_IFMT 00170000

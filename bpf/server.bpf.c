@@ -97,6 +97,11 @@ const volatile __s64 off_query_string = -1;
 // stage name, whose mark before a further statement of a multi-statement
 // query opens that statement (as starting_site does on MariaDB); 0: unknown.
 const volatile __u32 keep_entry_text = 0;
+// MySQL with exact stages: the address of the "cleaning up" stage name, which
+// dispatch_command enters after its last log_slow_statement call. The end
+// probe then only marks the statement's end as pending, and the statement
+// ends at that stage, which it includes, as in performance_schema; 0: off.
+const volatile __u64 cleanup_stage_name = 0;
 const volatile __u64 starting_stage_name = 0;
 // The end probe fires once per statement, also between the statements of a
 // multi-statement query (MySQL: log_slow_statement(THD*), called by
@@ -170,6 +175,11 @@ struct thread_state {
     // gives the statement's first stage its source. pre_thd: its THD.
     __u64 pre_thd;
     struct mt_stage_mark pre;
+    // The end probe fired; the statement ends at "cleaning up"
+    // (cleanup_stage_name) with these flags, or at the next command.
+    __u32 end_pending;
+    __u32 end_flags;
+    __u64 end_at;  // when the end probe fired: the end, if "cleaning up" never comes
     // The argument of a command other than a query (a schema name...),
     // copied at entry: the packet buffer holds the reply by the end.
     __u8 arg[MT_MAX_DB];
@@ -332,6 +342,7 @@ static __always_inline void begin_statement(struct thread_state *st, void *thd, 
     st->text_src = text;
     st->off_cpu_since = 0;
     st->active = 1;
+    st->end_pending = 0;
     st->ev.start_ns = now;
     st->ev.command = command;
     st->ev.seq = seq;
@@ -359,7 +370,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     void *da = 0;
     __u8 *g;
     __u64 n_stages, n_samples, off, n, src;
-    __u64 now = bpf_ktime_get_ns();
+    __u64 now = st->end_pending == 2 ? st->end_at : bpf_ktime_get_ns();
     __u32 slot;
     long len;
 
@@ -571,6 +582,20 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
     mt_submit(ring, ev, sizeof(*ev));
 }
 
+// MySQL enters "starting" just before a command (or a further statement of a
+// multi-statement query) begins: that mark, kept by keep_starting_mark(),
+// becomes the new statement's first stage, with its source.
+static __always_inline void take_starting_mark(struct thread_state *st, void *thd) {
+    if (st->pre_thd == (__u64)thd && st->pre.ts_ns) {
+        st->stages[0] = st->pre;
+        st->stages[0].ts_ns = st->ev.start_ns;
+        st->stages[0].c = st->ev.begin;
+        st->ev.n_stages = 1;
+    }
+    st->pre_thd = 0;
+    st->pre.ts_ns = 0;
+}
+
 // A client command begins: `packet`/`len` is its text (a query, a prepared
 // statement), `arg`/`arg_len` the argument of another command (a schema name).
 static __always_inline void begin_command(void *thd, __u32 command, const char *packet, __u32 len,
@@ -580,8 +605,14 @@ static __always_inline void begin_command(void *thd, __u32 command, const char *
     st = state_of(1);
     if (!st)
         return;
-    if (st->active)
+    if (st->active && st->end_pending) {
+        // "cleaning up" never came (the stage probes were detached): the
+        // statement ended where the end probe fired.
+        st->end_pending = 2;
+        end_statement(st, st->end_flags, 0);
+    } else if (st->active) {
         end_statement(st, MT_STMT_CUT, 0);
+    }
     st->parses = 0;
     st->tio_depth = 0;  // a return that was never seen must not hide the next ones
     st->ev.text_addr = (__u64)packet;
@@ -597,15 +628,7 @@ static __always_inline void begin_command(void *thd, __u32 command, const char *
             st->arg_len = n;
     }
     begin_statement(st, thd, command, (__u64)packet, len, 0);
-    if (st->pre_thd == (__u64)thd && st->pre.ts_ns) {
-        // The stage the command began in, entered just before it: first.
-        st->stages[0] = st->pre;
-        st->stages[0].ts_ns = st->ev.start_ns;
-        st->stages[0].c = st->ev.begin;
-        st->ev.n_stages = 1;
-    }
-    st->pre_thd = 0;
-    st->pre.ts_ns = 0;
+    take_starting_mark(st, thd);
     if (want_accounts) {
         send_account(st, thd, thread_id_of(thd));
         // The account changes inside this command: send it again after.
@@ -665,6 +688,7 @@ static __always_inline void begin_parse(void *thd, const char *rawbuf, __u32 len
         // The end probe closed the previous statement of this command.
         if (end_per_statement && st->parses) {
             begin_statement(st, thd, st->ev.command, (__u64)rawbuf, len, st->ev.seq + 1);
+            take_starting_mark(st, thd);
             st->ev.text_addr = (__u64)rawbuf;
             st->parses++;
         }
@@ -729,6 +753,14 @@ int BPF_KPROBE(server_sql_command_m8, void *thd) {
     return 0;
 }
 
+static __always_inline void finish_command(struct thread_state *st, __u32 flags) {
+    end_statement(st, flags, 0);
+    // After COM_QUIT the thread waits for a new connection: none of its
+    // waits belong to this THD any more.
+    if (st->ev.command == COM_QUIT)
+        st->thd = 0;
+}
+
 // The end-of-command stage site of dispatch_command, or (end_per_statement)
 // a call of log_slow_statement there; cookie 1: a site after which another
 // statement of the same query follows.
@@ -740,11 +772,15 @@ int server_command_end(struct pt_regs *ctx) {
         return 0;
     st = state_of(0);
     if (st && st->active) {
-        end_statement(st, MT_STMT_ENDED | (bpf_get_attach_cookie(ctx) == 1 ? MT_STMT_MORE : 0), 0);
-        // After COM_QUIT the thread waits for a new connection: none of its
-        // waits belong to this THD any more.
-        if (st->ev.command == COM_QUIT)
-            st->thd = 0;
+        __u32 flags = MT_STMT_ENDED | (bpf_get_attach_cookie(ctx) == 1 ? MT_STMT_MORE : 0);
+
+        if (cleanup_stage_name && exact_stages && !(flags & MT_STMT_MORE)) {
+            st->end_pending = 1;
+            st->end_flags = flags;
+            st->end_at = bpf_ktime_get_ns();
+            return 0;
+        }
+        finish_command(st, flags);
     }
     return 0;
 }
@@ -797,11 +833,6 @@ int server_stage(struct pt_regs *ctx) {
             keep_starting_mark(ctx, st, site);
         return 0;
     }
-    n = st->ev.n_stages;
-    if (n >= MT_MAX_STAGES) {
-        st->ev.stages_lost++;
-        return 0;
-    }
     if (site >= cond_site) {
         // Two plain loads: clang may not merge them into one ctx access at
         // a computed offset, which the verifier refuses.
@@ -825,6 +856,13 @@ int server_stage(struct pt_regs *ctx) {
         if (!stage)
             return 0;
     }
+    n = st->ev.n_stages;
+    if (n >= MT_MAX_STAGES) {
+        st->ev.stages_lost++;
+        if (st->end_pending && stage == cleanup_stage_name)
+            finish_command(st, st->end_flags);
+        return 0;
+    }
     now = bpf_ktime_get_ns();
     m = &st->stages[n];
     m->ts_ns = now;
@@ -843,6 +881,8 @@ int server_stage(struct pt_regs *ctx) {
     }
     read_counters(st, &m->c, now);
     st->ev.n_stages = n + 1;
+    if (st->end_pending && stage == cleanup_stage_name)
+        finish_command(st, st->end_flags);
     return 0;
 }
 

@@ -238,8 +238,8 @@ std::optional<Error> add_mariadb_stage_sites(const elf::ElfFile &f, ServerTarget
 
 // Where the running server keeps the name of its "starting" stage
 // (stage_starting.m_name, read from its memory: a relocated pointer), or 0.
-uint64_t starting_stage_name(const ServerTarget &t) {
-    auto sym = t.file ? t.file->find("stage_starting") : std::nullopt;
+uint64_t starting_stage_name(const ServerTarget &t, const char *stage = "stage_starting") {
+    auto sym = t.file ? t.file->find(stage) : std::nullopt;
     if (!sym) {
         return 0;
     }
@@ -502,6 +502,11 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         ro->off_query_string = target.query_string_offset;
         ro->keep_entry_text = 1;
         ro->starting_stage_name = starting_stage_name(target);
+        // With exact stages, a command's statement ends at this stage, which
+        // MySQL enters after log_slow_statement, as performance_schema does.
+        if (!target.end_sites.empty()) {
+            ro->cleanup_stage_name = starting_stage_name(target, kEndStage);
+        }
     }
     for (size_t i = 0; i < target.stages.size(); i++) {
         if (target.stages[i].stage_symbol == "stage_starting" &&

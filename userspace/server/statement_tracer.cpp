@@ -616,8 +616,14 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     if (opts.table_io) {
         if (target.table_io.empty() || l.handler_table_share < 0) {
             return Error{ENOTSUP,
-                         "--table-io: this server build has no exported handler::ha_* "
-                         "row methods, or their table cannot be found from the code"};
+                         std::string("--table-io: ") +
+                             (target.table_io.empty()
+                                  ? "this server build exports no handler::ha_* row method "
+                                    "(ha_rnd_next, ha_index_read_map, ha_write_row, ...) with an "
+                                    "entry the kernel emulates"
+                                  : "cannot learn handler::table_share from "
+                                    "handler::lock_shared_ha_data()") +
+                             "; statements, stages and --waits work without it"};
         }
         std::vector<uint64_t> offsets, cookies;
         for (const auto &s : target.table_io) {

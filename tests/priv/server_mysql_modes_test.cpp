@@ -79,7 +79,7 @@ class MysqlModes : public ::testing::TestWithParam<bool> {
         const std::string &u = user.empty() ? server_->user() : user;
         const std::string &p = user.empty() ? server_->password() : password;
         EXPECT_NE(mysql_real_connect(m, nullptr, u.c_str(), p.c_str(), "mt_db", 0,
-                                     server_->socket_path().c_str(), 0),
+                                     server_->socket_path().c_str(), CLIENT_MULTI_STATEMENTS),
                   nullptr)
             << mysql_error(m);
         return m;
@@ -214,6 +214,7 @@ TEST_P(MysqlModes, ExactStagesFollowPerformanceSchema) {
     ASSERT_EQ(query(m, "update t set b = 'u' where a = 1"), 0u);
     ASSERT_EQ(query(m, "delete from t where a = 10"), 0u);
     EXPECT_EQ(query(m, "select nosuch from t"), 1054u);
+    ASSERT_EQ(query(m, "select 1; select b from t where a = 2"), 0u);
     prepared(m, "select a, b from t where a = ?", 2);
     mysql_close(m);
     wait_gone(id);
@@ -249,16 +250,22 @@ TEST_P(MysqlModes, ExactStagesFollowPerformanceSchema) {
         traced[it->second].names.push_back(name);
         traced[it->second].with_source.push_back(name + "@" + source);
     }
-    // 6 statements, 3 prepared statement commands, COM_QUIT.
-    ASSERT_EQ(traced.size(), 9u) << r.err;
+    // 7 statements (two in one query), 3 prepared statement commands, COM_QUIT.
+    ASSERT_EQ(traced.size(), 11u) << r.err;
     EXPECT_EQ(traced[0].sql, "select a, b from t where a >= 2");
     EXPECT_EQ(traced[0].names, kSelectStages);
     EXPECT_EQ(traced[4].sql, "select nosuch from t");
     EXPECT_EQ(traced[4].names, kFailedStages);
-    for (const auto &t : traced) {
+    // Each command starts as its packet header arrives and ends cleaning
+    // up; a further statement of a query starts in dispatch_command's loop,
+    // and only the query's last statement cleans up.
+    for (size_t i = 0; i < traced.size(); i++) {
+        const auto &t = traced[i];
         ASSERT_FALSE(t.names.empty()) << t.sql;
-        EXPECT_EQ(t.with_source.front(), "starting@init_net_server_extension.cc:111") << t.sql;
-        EXPECT_EQ(t.names.back(), "cleaning up") << t.sql;
+        EXPECT_EQ(t.with_source.front(), i == 6 ? "starting@sql_parse.cc:2226"
+                                                : "starting@init_net_server_extension.cc:111")
+            << t.sql;
+        EXPECT_EQ(t.names.back(), i == 5 ? "freeing items" : "cleaning up") << t.sql;
     }
     if (!pfs()) {
         return;

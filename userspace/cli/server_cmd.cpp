@@ -6,6 +6,7 @@
 
 #include "bpf/ring_set.h"
 #include "cli/command.h"
+#include "doctor/server_report.h"
 #include "output/output_file.h"
 #include "output/pfs_sql.h"
 #include "output/server_render.h"
@@ -44,8 +45,23 @@ server::StageMode stage_mode(const std::string &s) {
 int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto target = server::resolve_server(a.pid);
     if (!target) {
-        std::cerr << "mysqltrace: " << target.error().message << "\n";
+        std::cerr << "mysqltrace: " << target.error().message << " (`mysqltrace doctor --pid "
+                  << a.pid << "` shows what this build has)\n";
         return kExitFailure;
+    }
+    // A build whose layout is only partly understood: say what will be
+    // missing; nothing is guessed.
+    std::string lacking;
+    for (const auto &m : doctor::server_modes(*target)) {
+        if (!m.found && m.name.starts_with("  ")) {  // a statement column
+            std::string name = m.name;
+            name.erase(0, name.find_first_not_of(' '));
+            lacking += "\nmysqltrace:   " + name + ": " + m.detail;
+        }
+    }
+    if (!lacking.empty()) {
+        std::cerr << "mysqltrace: this build's analysis is incomplete (`mysqltrace doctor --pid "
+                  << a.pid << "` for details); statements are traced without:" << lacking << "\n";
     }
     auto mode = stage_mode(a.stages);
     const bool mysql8 = target->profile == server::ServerProfile::mysql8;

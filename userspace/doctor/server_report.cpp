@@ -169,6 +169,12 @@ ServerReport server_report(pid_t pid) {
     return r;
 }
 
+std::vector<ReportLine> server_modes(const server::ServerTarget &t) {
+    ServerReport r;
+    add_modes(&t, t.layout, r);
+    return std::move(r.modes);
+}
+
 void print_server_report(const ServerReport &r, std::ostream &out) {
     out << "server: " << (r.flavour.empty() ? "not a recognised MySQL/MariaDB server" : r.flavour)
         << ", version " << (r.version.empty() ? "unknown" : r.version) << " (" << r.exe << ")\n";

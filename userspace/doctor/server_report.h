@@ -10,6 +10,10 @@
 #include <vector>
 #include <sys/types.h>
 
+namespace mysqltrace::server {
+struct ServerTarget;
+}
+
 namespace mysqltrace::doctor {
 
 struct ReportLine {
@@ -28,6 +32,10 @@ struct ServerReport {
 };
 
 ServerReport server_report(pid_t pid);
+
+// The modes and statement columns a resolved server supports (the MODE
+// table of the report); `server` names the ones that do not work.
+std::vector<ReportLine> server_modes(const server::ServerTarget &t);
 
 // Tables of hooks, fields and modes; the refusal, if any, first.
 void print_server_report(const ServerReport &r, std::ostream &out);

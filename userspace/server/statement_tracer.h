@@ -4,11 +4,11 @@
 // end-of-command stage site, and on demand exact stage probes (every stage
 // site of the binary) or stage sampling (a CPU timer per CPU and the
 // scheduler's switch tracepoint). No performance_schema, no restart.
-// MySQL 8.0/8.4 get a symbol profile (ServerProfile::mysql8): entries of
-// dispatch_command and dispatch_sql_command, a return probe ending commands,
-// and the out-of-line THD::enter_stage as the one exact-stage probe. It has
-// only been run against a stand-in with the same symbols
-// (tests/testprogs/mysql8_abi_standin.cpp), never against Oracle's binaries.
+// MySQL 8.0 and later (ServerProfile::mysql8): entries of dispatch_command
+// and dispatch_sql_command, statements ended at dispatch_command's calls of
+// log_slow_statement (a return probe without them), and the out-of-line
+// THD::enter_stage as the one exact-stage probe. Run against Oracle MySQL
+// 9.7.4 (tests/priv/server_mysql_test.cpp); 8.0/8.4 only analysed.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +37,7 @@ namespace mysqltrace::server {
 // dispatch_command is declared.
 enum class ServerProfile {
     mariadb,  // dispatch_command(enum_server_command, THD*, char*, uint, bool), mysql_parse
-    mysql8,   // dispatch_command(THD*, const COM_DATA*, enum_server_command): untested
+    mysql8,   // dispatch_command(THD*, const COM_DATA*, enum_server_command): MySQL 8.0+
 };
 
 struct ProfileSymbols {

@@ -22,8 +22,12 @@
 #
 # The server is the chroot's /usr/sbin/mysqld started from the host, so its
 # pid is a host pid, in a private mount namespace holding /proc and DIR
-# (bind-mounted at DIR's own path, so paths agree inside and out): the mounts
-# go away with the process and nothing stays mounted on the host.
+# (bind-mounted at DIR's own path, on a tmpfs of that namespace, so paths
+# agree inside and out): the mounts go away with the process, nothing stays
+# mounted on the host and the shared chroot does not change. From the host,
+# /proc/PID/exe and /proc/PID/maps show the chroot's files at their host
+# paths (/var/cache/mysqltrace/mysql-sid/usr/sbin/mysqld), /proc/PID/root is
+# the chroot, and /proc/PID/fd shows DIR's files under the chroot's path.
 #
 # Environment: MYSQL_CHROOT (default /var/cache/mysqltrace/mysql-sid),
 # MYSQL_MIRROR (default: the Debian URI apt uses), MARIADB_CLIENT (the host

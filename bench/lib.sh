@@ -24,7 +24,10 @@
 #   pfs             server "pfs": performance_schema ON, every instrument and
 #                   consumer
 # Every server is the same /usr/sbin/mariadbd (MARIADBD), 1 table x 10000
-# rows, sysbench over the unix socket.
+# rows, sysbench over the unix socket. With bench_prefix=my- the same
+# configurations run against Oracle MySQL 9.7 servers instead
+# (scripts/mysql-sandbox.sh; servers my-plain, my-pfs-stages, my-pfs), whose
+# performance_schema is OFF only where asked.
 
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_ALL_CONFIGS="baseline statements sampled exact traps waits table-io client client-summary run run-no-api shim-idle pfs-stages pfs"
@@ -34,6 +37,8 @@ BENCH_TABLE_SIZE=${BENCH_TABLE_SIZE:-10000}
 bench_tracer=""
 bench_keeper=""
 bench_servers=()
+# "" for MariaDB's servers, "my-" for MySQL's (see above).
+bench_prefix=""
 
 # Messages carry the minutes:seconds since the script started.
 bench_log() { printf '%s [%02d:%02d]: %s\n' "${bench_name:-bench}" $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
@@ -50,6 +55,7 @@ bench_setup() {
   pb="$build/bench/pipeline_bench"
   db="$build/bench/decoder_bench"
   sandbox="$bench_root/scripts/mariadb-sandbox.sh"
+  mysql_sandbox="$bench_root/scripts/mysql-sandbox.sh"
   local f
   for f in "$mt" "$shim" "$pb" "$db"; do
     [ -e "$f" ] || bench_die "build first ($f missing)"
@@ -71,7 +77,7 @@ bench_cleanup() {
   fi
   local s
   for s in "${bench_servers[@]}"; do
-    "$sandbox" stop "$work/$s" >/dev/null 2>&1 || true
+    "$(bench_sandbox_of "$s")" stop "$work/$s" >/dev/null 2>&1 || true
   done
   if [ -n "${bench_keep:-}" ]; then
     bench_log "raw results kept in $work"
@@ -100,15 +106,25 @@ bench_sysbench() {
   "${sb[@]}" "$@"
 }
 
-# bench_start_server NAME [--performance-schema]: a server in $work/NAME
-# with sbtest prepared (every oltp_* workload shares oltp_common's table).
+# The sandbox script of a server: my-* are MySQL's.
+bench_sandbox_of() {  # name
+  case $1 in
+    my-*) echo "$mysql_sandbox" ;;
+    *) echo "$sandbox" ;;
+  esac
+}
+
+# bench_start_server NAME [--performance-schema[=off]]: a server in
+# $work/NAME with sbtest prepared (every oltp_* workload shares
+# oltp_common's table).
 bench_start_server() {
   local name=$1 dir="$work/$1"; shift
-  "$sandbox" start "$dir" "$@" -- --max-connections="$BENCH_MAX_CONNECTIONS" >/dev/null
+  "$(bench_sandbox_of "$name")" start "$dir" "$@" -- \
+    --max-connections="$BENCH_MAX_CONNECTIONS" >/dev/null
   bench_servers+=("$name")
   bench_sql "$dir" "CREATE DATABASE sbtest"
   bench_sysbench "$dir" oltp_point_select prepare >/dev/null
-  if [ "$name" = pfs-stages ]; then
+  if [ "${name#my-}" = pfs-stages ]; then
     bench_limit_pfs_to_stages "$dir"
   fi
 }
@@ -129,13 +145,13 @@ bench_limit_pfs_to_stages() {  # dir
   [ "$consumers" = 7 ] || bench_die "performance_schema setup failed ($consumers consumers on)"
 }
 
-# The servers a list of configurations needs.
+# The servers a list of configurations needs (named with bench_prefix).
 bench_servers_for() {  # configs...
-  local need="plain" c
+  local need="${bench_prefix}plain" c
   for c in "$@"; do
     case $c in
-      pfs) [[ " $need " == *" pfs "* ]] || need+=" pfs" ;;
-      pfs-stages) [[ " $need " == *" pfs-stages "* ]] || need+=" pfs-stages" ;;
+      pfs | pfs-stages)
+        [[ " $need " == *" $bench_prefix$c "* ]] || need+=" $bench_prefix$c" ;;
     esac
   done
   echo "$need"
@@ -145,7 +161,9 @@ bench_start_servers() {  # names...
   for s in "$@"; do
     case $s in
       plain) bench_start_server plain ;;
-      pfs | pfs-stages) bench_start_server "$s" --performance-schema ;;
+      pfs | pfs-stages | my-pfs | my-pfs-stages) bench_start_server "$s" --performance-schema ;;
+      # MySQL 9.7's performance_schema is ON unless told otherwise.
+      my-plain) bench_start_server "$s" --performance-schema=off ;;
       *) bench_die "unknown server $s" ;;
     esac
   done
@@ -233,12 +251,12 @@ bench_run() {
   local cfg=$1 workload=$2 threads=$3 seconds=$4 tag=$5
   local out="$work/runs/$tag.out" err="$work/runs/$tag.err" watchf="$work/runs/$tag.watch"
   local args=(--threads="$threads" --time="$seconds" run)
-  local plain="$work/plain" cpu0="" cpu1="" extra=() mode
+  local plain="$work/${bench_prefix}plain" cpu0="" cpu1="" extra=() mode
   bench_watcher=""
   rm -f "$watchf"
   case $cfg in
     baseline) bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
-    pfs | pfs-stages) bench_sysbench "$work/$cfg" "$workload" "${args[@]}" >"$out" ;;
+    pfs | pfs-stages) bench_sysbench "$work/$bench_prefix$cfg" "$workload" "${args[@]}" >"$out" ;;
     shim-idle) LD_PRELOAD="$shim" bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
     statements | sampled | exact | traps | waits | table-io)
       mode=$cfg

@@ -10,7 +10,7 @@
 #
 #   bench/perf-report.sh [--matrix standard|full|smoke] [--smoke]
 #       [--rounds N] [--seconds S] [--workloads "W ..."] [--threads "T ..."]
-#       [--configs "C ..."] [--sections "S ..."] [--build DIR]
+#       [--configs "C ..."] [--mysql-configs "C ..."] [--sections "S ..."] [--build DIR]
 #       [--output FILE] [--no-write] [--write] [--keep]
 #
 # Matrices (sysbench workload:threads cells, every configuration in each):
@@ -24,7 +24,14 @@
 # --workloads/--threads replace the cells by their cross product.
 # Configurations: see bench/lib.sh (default: every one but client-summary
 # and run-no-api). Sections (default all, in this order): probes pipeline
-# decoder matrix hits memory profile.
+# decoder matrix mysql hits memory profile.
+#
+# The mysql section: the same kind of cells against Oracle MySQL 9.7
+# (scripts/mysql-sandbox.sh), oltp_point_select and oltp_read_only at 2
+# threads (smoke: point_select only), with --mysql-configs (default
+# baseline statements sampled exact pfs-stages pfs), each divided by
+# MySQL's own untraced baseline. mysqltrace's configurations only run if
+# `mysqltrace server` attaches to that mysqld; the report says why not.
 #
 # In each round, each cell runs every configuration once, in an order
 # rotated from round to round; each configuration's QPS is divided by the
@@ -42,6 +49,7 @@ usage() {
 }
 
 matrix="" rounds="" seconds="" workloads="" threads="" configs="" sections="" force_write=0
+mysql_configs="baseline statements sampled exact pfs-stages pfs"
 build="${BUILD_DIR:-$bench_root/build}" output="$bench_root/docs/PERFORMANCE.md" write=1
 argv_text="bench/perf-report.sh $*"
 while [ $# -gt 0 ]; do
@@ -53,6 +61,7 @@ while [ $# -gt 0 ]; do
     --workloads) workloads=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
+    --mysql-configs) mysql_configs=$2; shift 2 ;;
     --sections) sections=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --output) output=$2; shift 2 ;;
@@ -69,6 +78,7 @@ done
 # seconds per case, seconds of the BPF-statistics, memory and profile runs,
 # decoder passes under callgrind.
 all3="oltp_point_select oltp_read_only oltp_read_write"
+mysql_cells="oltp_point_select:2 oltp_read_only:2"
 rates="100000,250000,500000,750000,1000000,1500000,2000000,3000000,0"
 case $matrix in
   full)
@@ -81,6 +91,7 @@ case $matrix in
     d_rounds=3 d_seconds=5 pipe_s=2 probe_hits=200000 probe_reps=5 dec_s=2 hits_s=3 mem_s=5 prof_s=5 cg_passes=10 ;;
   smoke)
     cells="oltp_point_select:2"
+    mysql_cells="oltp_point_select:2"
     rates="100000,1000000,0"
     d_rounds=1 d_seconds=2 pipe_s=0.5 probe_hits=20000 probe_reps=3 dec_s=0.3 hits_s=1 mem_s=2 prof_s=1 cg_passes=1
     write=0 ;;
@@ -106,9 +117,18 @@ read -r -a config_list <<<"$configs"
 for c in "${config_list[@]}"; do
   [[ " $BENCH_ALL_CONFIGS " == *" $c "* ]] || { echo "perf-report: unknown configuration $c" >&2; exit 2; }
 done
-: "${sections:=probes pipeline decoder matrix hits memory profile}"
+: "${sections:=probes pipeline decoder matrix mysql hits memory profile}"
 has() { [[ " $sections " == *" $1 "* ]]; }
 [ "${#cell_list[@]}" -gt 0 ] || { echo "perf-report: no cells" >&2; exit 2; }
+read -r -a mysql_config_list <<<"$mysql_configs"
+read -r -d '' -a mysql_cell_list <<<"$mysql_cells" || true
+[[ " $mysql_configs " == *" baseline "* ]] || { echo "perf-report: --mysql-configs must include baseline" >&2; exit 2; }
+for c in "${mysql_config_list[@]}"; do
+  case $c in
+    baseline | statements | sampled | exact | traps | waits | table-io | pfs-stages | pfs) ;;
+    *) echo "perf-report: $c is not a server configuration (--mysql-configs)" >&2; exit 2 ;;
+  esac
+done
 
 bench_setup "$build"
 results="$work/results"
@@ -134,6 +154,11 @@ started=$(date +%s)
   echo "os=$(. /etc/os-release && echo "$PRETTY_NAME")"
   echo "mariadbd=$(${MARIADBD:-/usr/sbin/mariadbd} --version 2>/dev/null | head -1)"
   echo "sysbench=$(sysbench --version 2>/dev/null | head -1)"
+  if has mysql; then
+    echo "mysqld=$(chroot "$("$bench_root/scripts/mysql-sandbox.sh" chroot)" /usr/sbin/mysqld --version 2>/dev/null | head -1)"
+    echo "mysql_cells=${mysql_cell_list[*]}"
+    echo "mysql_configs=${mysql_config_list[*]}"
+  fi
   echo "load_start=$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "clk_tck=$(getconf CLK_TCK)"
 } >"$results/meta.env"
@@ -202,6 +227,51 @@ if has matrix; then
       done
     done
   done
+fi
+
+# ---- the MySQL 9.7 cells ----
+if has mysql; then
+  bench_prefix=my-
+  my_servers=$(bench_servers_for "${mysql_config_list[@]}")
+  bench_log "starting MySQL 9.7 servers: $my_servers"
+  # shellcheck disable=SC2086
+  bench_start_servers $my_servers
+  for s in $my_servers; do
+    for cell in "${mysql_cell_list[@]}"; do
+      bench_sysbench "$work/$s" "${cell%:*}" --threads=2 --time=1 run >/dev/null
+    done
+  done
+  # mysqltrace's configurations only where it can trace this mysqld at all;
+  # otherwise the report shows why, and the untraced ones still run.
+  my_configs=()
+  if "$mt" server --pid "$(bench_server_pid "$work/my-plain")" --stages off --duration 1 \
+    --output /dev/null 2>"$work/my-attach.err"; then
+    my_configs=("${mysql_config_list[@]}")
+  else
+    why=$(grep -m1 '^mysqltrace' "$work/my-attach.err" || head -1 "$work/my-attach.err")
+    bench_log "mysqltrace server cannot trace MySQL 9.7 here: $why"
+    echo "mysql_tracer_error=$why" >>"$results/meta.env"
+    for c in "${mysql_config_list[@]}"; do
+      case $c in baseline | pfs | pfs-stages) my_configs+=("$c") ;; esac
+    done
+  fi
+  n=${#my_configs[@]}
+  total=$((rounds * ${#mysql_cell_list[@]} * n))
+  k=0
+  bench_log "MySQL 9.7: ${#mysql_cell_list[@]} cells x $n configurations x $rounds rounds of $seconds s = $total runs"
+  for r in $(seq "$rounds"); do
+    for cell in "${mysql_cell_list[@]}"; do
+      w=${cell%:*} t=${cell#*:}
+      for i in $(seq 0 $((n - 1))); do
+        c=${my_configs[$(((i + r - 1) % n))]}
+        k=$((k + 1))
+        bench_log "[$k/$total] MySQL round $r: $w, $t threads: $c"
+        bench_run "$c" "$w" "$t" "$seconds" "my.$w.$t.$c.$r"
+        echo "$w $t $r $c $bench_result" >>"$results/mysql.txt"
+      done
+    done
+  done
+  bench_prefix=""
 fi
 
 # The cell the per-hit and profile runs use: point_select at 2 threads if

@@ -4,7 +4,7 @@
 
     report.py RESULTS_DIR
 
-RESULTS_DIR holds meta.env, matrix.txt, hits.*, memory.txt, probes.json,
+RESULTS_DIR holds meta.env, matrix.txt, mysql.txt, hits.*, memory.txt, probes.json,
 pipeline-*.json, decoder.md and profile/, each optional except meta.env.
 Prints the report on stdout. Reads numbers; asserts nothing.
 """
@@ -117,6 +117,23 @@ class Matrix:
         return int(sum(d)) if d else None
 
 
+def cell_table(p, m, w, t, seconds):
+    """One cell's configurations: ratio to the cell's untraced baseline, QPS, tracer CPU."""
+    p("| configuration | ratio (median) | min-max | median QPS | tracer CPU | "
+      "records dropped |")
+    p("|---|---|---|---|---|---|")
+    for c in m.configs(w, t):
+        rs = m.ratios(w, t, c)
+        if not rs:
+            continue
+        cpu = m.cpu(w, t, c)
+        dr = m.drops(w, t, c)
+        cpu_s = "-" if cpu is None or seconds <= 0 else f"{cpu / seconds * 100:.0f}%"
+        p(f"| {NAMES[c]} | {med(rs):.3f} | {min(rs):.3f}-{max(rs):.3f} | "
+          f"{m.qps(w, t, c):.0f} | {cpu_s} | {'-' if dr is None else dr} |")
+    p("")
+
+
 def status(ok):
     if ok is None:
         return "not measured"
@@ -130,6 +147,7 @@ def main():
     seconds = float(meta.get("seconds", "0") or 0)
     ncpu = ncpu_of(meta)
     m = Matrix(read_text(d, "matrix.txt"))
+    my = Matrix(read_text(d, "mysql.txt"))
     probes = read_json(d, "probes.json")
     pipes = {s: read_json(d, f"pipeline-{s}.json") for s in ("usdt", "syscall", "overload")}
     decoder = read_text(d, "decoder.md")
@@ -163,7 +181,8 @@ def main():
     p("|---|---|")
     for k, label in (("cpu", "CPU"), ("cpus", "CPUs online"), ("hypervisor", "hypervisor"),
                      ("mem", "memory"), ("kernel", "kernel"), ("os", "OS"),
-                     ("mariadbd", "server"), ("sysbench", "sysbench")):
+                     ("mariadbd", "server"), ("mysqld", "second server"),
+                     ("sysbench", "sysbench")):
         if meta.get(k):
             p(f"| {label} | {meta[k]} |")
     p("")
@@ -259,6 +278,11 @@ def main():
       "configuration), ON with statement and stage instruments and consumers only, and ON with "
       "every instrument and consumer. sysbench over the unix socket, 1 table x 10,000 rows, "
       "a 1 s warm-up of each workload on each server first.")
+    if meta.get("mysql_cells"):
+        p(f"- MySQL 9.7: cells {', '.join(meta['mysql_cells'].split())}; configurations "
+          f"{', '.join(meta.get('mysql_configs', '').split())}; the same rounds and seconds, run "
+          "after the matrix against throwaway `mysqld` instances from a Debian sid chroot "
+          "(`scripts/mysql-sandbox.sh`, started from the host), set up as the MariaDB ones.")
     p("- In each round every cell runs every configuration once, in an order rotated from "
       "round to round (A/B/A/B...). Each QPS is divided by the untraced QPS of the same cell and "
       "round; the tables give the median and min-max of these ratios over rounds, and the "
@@ -292,19 +316,29 @@ def main():
             if base:
                 p(f"Untraced: median {base:.0f} QPS (min-max {min(bq):.0f}-{max(bq):.0f}).")
                 p("")
-            p("| configuration | ratio (median) | min-max | median QPS | tracer CPU | "
-              "records dropped |")
-            p("|---|---|---|---|---|---|")
-            for c in m.configs(w, t):
-                rs = m.ratios(w, t, c)
-                if not rs:
-                    continue
-                cpu = m.cpu(w, t, c)
-                dr = m.drops(w, t, c)
-                cpu_s = "-" if cpu is None or seconds <= 0 else f"{cpu / seconds * 100:.0f}%"
-                p(f"| {NAMES[c]} | {med(rs):.3f} | {min(rs):.3f}-{max(rs):.3f} | "
-                  f"{m.qps(w, t, c):.0f} | {cpu_s} | {'-' if dr is None else dr} |")
+            cell_table(p, m, w, t, seconds)
+
+    # ---------------- MySQL 9.7 ----------------
+    if my.cells or meta.get("mysql_tracer_error"):
+        p("## MySQL 9.7: what tracing costs Oracle's server (QPS ratio to its own untraced)")
+        p("")
+        p(f"`{meta.get('mysqld', 'mysqld')}` from Debian sid (`scripts/mysql-sandbox.sh`), the "
+          "same sysbench runs as above; every ratio is to this server's own untraced QPS "
+          "(performance_schema OFF) in the same round.")
+        p("")
+        if meta.get("mysql_tracer_error"):
+            p("`mysqltrace server` could not trace this mysqld, so its configurations did not "
+              f"run: `{meta['mysql_tracer_error']}`")
             p("")
+        for (w, t) in my.cells:
+            base = my.qps(w, t, "baseline")
+            p(f"### MySQL 9.7: {w}, {t} thread{'s' if t != 1 else ''}")
+            p("")
+            if base:
+                bq = [v[0] for v in my.runs.get((w, t, "baseline"), {}).values()]
+                p(f"Untraced: median {base:.0f} QPS (min-max {min(bq):.0f}-{max(bq):.0f}).")
+                p("")
+            cell_table(p, my, w, t, seconds)
 
     # ---------------- per-probe cost ----------------
     hits = load_hits(d)

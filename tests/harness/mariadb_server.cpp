@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "harness/child_process.h"
+#include "harness/mysql_chroot.h"
 
 namespace mysqltrace::test {
 
@@ -48,9 +49,6 @@ constexpr const char *kInnodbLogSize = "--innodb-log-file-size=16M";
 constexpr const char *kMysqlRedoCapacity = "--innodb-redo-log-capacity=8M";
 // Bump when the datadir contents change, to invalidate cached templates.
 constexpr const char *kTemplateVersion = "1";
-// The chroot's programs as the server's namespace sees them.
-constexpr const char *kMysqldInChroot = "/usr/sbin/mysqld";
-constexpr const char *kMysqlCliInChroot = "/usr/bin/mysql";
 constexpr int kPortAttempts = 8;
 
 // FLUSH PRIVILEGES loads the grant tables, which the bootstrap server runs
@@ -119,76 +117,6 @@ std::string server_name(ServerFlavour flavour) {
     return flavour == ServerFlavour::mysql ? "mysqld" : "mariadbd";
 }
 
-// Directories mysql-sandbox.sh exec created in the chroot as mount points
-// for `dir` (host paths, outermost first); empty directories, removed
-// innermost first once no namespace uses them. One still in use by another
-// server is not empty and stays.
-void remove_mountpoints_of(const std::string &dir) {
-    auto list = read_file(dir + "/chroot-mountpoints");
-    if (!list) {
-        return;
-    }
-    std::vector<std::string> paths;
-    std::istringstream in(*list);
-    for (std::string line; std::getline(in, line);) {
-        if (!line.empty() && line[0] == '/') {
-            paths.push_back(line);
-        }
-    }
-    for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
-        ::rmdir(it->c_str());
-    }
-}
-
-std::string sandbox_script(const ServerOptions &opts) {
-    if (!opts.mysql_sandbox_script.empty()) {
-        return opts.mysql_sandbox_script;
-    }
-    return std::string(MYSQLTRACE_SOURCE_DIR) + "/scripts/mysql-sandbox.sh";
-}
-
-// `mysql-sandbox.sh chroot` prints the chroot's path, building it first if
-// needed (the script's lock makes parallel tests wait for one build). Asked
-// once per process and script.
-Result<std::string> mysql_chroot(const std::string &script, const std::string &scratch_dir) {
-    static std::mutex mutex;
-    static std::vector<std::pair<std::string, std::string>> known;
-    std::lock_guard lock(mutex);
-    for (const auto &[s, dir] : known) {
-        if (s == script) {
-            return dir;
-        }
-    }
-    const std::string log = scratch_dir + "/chroot.log";
-    auto pid = spawn({script, "chroot"}, log, true);
-    if (!pid) {
-        return pid.error();
-    }
-    auto status = wait_child(pid.value(), Clock::now() + 1200s);
-    if (!status) {
-        ::kill(-pid.value(), SIGKILL);
-        ::waitpid(pid.value(), nullptr, 0);
-        return Error{ETIMEDOUT,
-                     script + " chroot did not finish in 1200 s; log:\n" + log_tail(log)};
-    }
-    if (*status != -1 && !(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)) {
-        return Error{0,
-                     script + " chroot " + describe_status(*status) + "; log:\n" + log_tail(log)};
-    }
-    // The path is the last line; build progress goes to the same log before it.
-    std::string text = read_file(log).value_or("");
-    while (!text.empty() && text.back() == '\n') {
-        text.pop_back();
-    }
-    std::string dir = text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
-    if (dir.empty() || dir[0] != '/' || ::access((dir + kMysqldInChroot).c_str(), X_OK) != 0) {
-        return Error{ENOENT, script + " chroot gave no chroot with " + kMysqldInChroot +
-                                 "; log:\n" + log_tail(log)};
-    }
-    known.emplace_back(script, dir);
-    return dir;
-}
-
 bool owner_alive(const std::string &owner_text) {
     std::istringstream in(owner_text);
     long pid = 0;
@@ -244,11 +172,8 @@ void sweep_stale_dirs(const std::string &base) {
                 pid > 0 ? read_file("/proc/" + std::to_string(pid) + "/cmdline") : std::nullopt;
             if (cmdline && cmdline->find("--datadir=" + path + "/data") != std::string::npos) {
                 ::kill(static_cast<pid_t>(pid), SIGKILL);
-                // Its namespace, holding the mount points, goes with it.
-                wait_child(static_cast<pid_t>(pid), Clock::now() + 10s);
             }
         }
-        remove_mountpoints_of(path);
         std::error_code ec;
         fs::remove_all(path, ec);
     }
@@ -455,7 +380,7 @@ Result<std::unique_ptr<MariadbServer>> MariadbServer::start(const ServerOptions 
         return r.error();
     }
     if (opts.flavour == ServerFlavour::mysql) {
-        server->sandbox_script_ = sandbox_script(opts);
+        server->sandbox_script_ = sandbox_script(opts.mysql_sandbox_script);
         auto chroot = mysql_chroot(server->sandbox_script_, server->root_dir_);
         if (!chroot) {
             return chroot.error();
@@ -505,7 +430,6 @@ Result<std::unique_ptr<MariadbServer>> MariadbServer::start(const ServerOptions 
 MariadbServer::~MariadbServer() {
     (void)stop();
     if (!root_dir_.empty()) {
-        remove_mountpoints_of(root_dir_);
         std::error_code ec;
         fs::remove_all(root_dir_, ec);
     }

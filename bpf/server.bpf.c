@@ -68,6 +68,9 @@ const volatile __s64 off_sctx_ip = -1;
 const volatile __s64 off_handler_table_share = -1;
 const volatile __s64 off_share_db = -1;
 const volatile __s64 off_share_table_name = -1;
+// MySQL: user, host and ip are String members {char *ptr; size_t length}
+// (not always NUL-terminated); MariaDB: char *.
+const volatile __u32 sctx_lengths = 0;
 // Send each connection's account once (trace file names, --user).
 const volatile __u32 want_accounts = 0;
 const volatile __u32 max_sql = 4096;
@@ -94,6 +97,11 @@ const volatile __s64 off_query_string = -1;
 // stage name, whose mark before a further statement of a multi-statement
 // query opens that statement (as starting_site does on MariaDB); 0: unknown.
 const volatile __u32 keep_entry_text = 0;
+// MySQL with exact stages: the address of the "cleaning up" stage name, which
+// dispatch_command enters after its last log_slow_statement call. The end
+// probe then only marks the statement's end as pending, and the statement
+// ends at that stage, which it includes, as in performance_schema; 0: off.
+const volatile __u64 cleanup_stage_name = 0;
 const volatile __u64 starting_stage_name = 0;
 // The end probe fires once per statement, also between the statements of a
 // multi-statement query (MySQL: log_slow_statement(THD*), called by
@@ -162,6 +170,16 @@ struct thread_state {
     __u32 parses;   // mysql_parse calls of the current command
     __u32 arg_len;  // bytes in arg[]
     __u32 _pad0;
+    // MySQL enters "starting" for a command before dispatch_command (when
+    // its packet header arrives): that mark, kept until the command begins,
+    // gives the statement's first stage its source. pre_thd: its THD.
+    __u64 pre_thd;
+    struct mt_stage_mark pre;
+    // The end probe fired; the statement ends at "cleaning up"
+    // (cleanup_stage_name) with these flags, or at the next command.
+    __u32 end_pending;
+    __u32 end_flags;
+    __u64 end_at;  // when the end probe fired: the end, if "cleaning up" never comes
     // The argument of a command other than a query (a schema name...),
     // copied at entry: the packet buffer holds the reply by the end.
     __u8 arg[MT_MAX_DB];
@@ -324,6 +342,7 @@ static __always_inline void begin_statement(struct thread_state *st, void *thd, 
     st->text_src = text;
     st->off_cpu_since = 0;
     st->active = 1;
+    st->end_pending = 0;
     st->ev.start_ns = now;
     st->ev.command = command;
     st->ev.seq = seq;
@@ -351,7 +370,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     void *da = 0;
     __u8 *g;
     __u64 n_stages, n_samples, off, n, src;
-    __u64 now = bpf_ktime_get_ns();
+    __u64 now = st->end_pending == 2 ? st->end_at : bpf_ktime_get_ns();
     __u32 slot;
     long len;
 
@@ -506,6 +525,27 @@ static __always_inline struct thread_state *state_of(int create) {
     return bpf_task_storage_get(&threads, task, z, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
+// Copies the {ptr, length} string at `sctx + off` into a name field of an
+// account record of `size` bytes, NUL-terminated; its length.
+static __always_inline __u64 account_string(char *dst, __u64 size, void *sctx, __s64 off) {
+    struct {
+        __u64 ptr, len;
+    } str = {};
+    __u64 n;
+
+    dst[0] = 0;
+    if (!sctx || off < 0 || bpf_probe_read_user(&str, sizeof(str), sctx + off) || !str.ptr)
+        return 0;
+    n = str.len;
+    if (n > size - 1)
+        n = size - 1;
+    barrier_var(n);
+    if (!n || bpf_probe_read_user(dst, n, (const void *)str.ptr))
+        return 0;
+    dst[n] = 0;
+    return n;
+}
+
 // Sends the account of connection `id` on `thd` unless it was sent last.
 static __always_inline void send_account(struct thread_state *st, void *thd, __u64 id) {
     struct mt_server_account_event *ev;
@@ -523,6 +563,14 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
     ev->user[0] = 0;
     ev->host[0] = 0;
     sctx = (void *)read_u64(thd, off_security_ctx);
+    if (sctx_lengths) {
+        account_string(ev->user, sizeof(ev->user), sctx, off_sctx_user);
+        // A host name, else (not resolved) the client's address.
+        if (!account_string(ev->host, sizeof(ev->host), sctx, off_sctx_host))
+            account_string(ev->host, sizeof(ev->host), sctx, off_sctx_ip);
+        mt_submit(ring, ev, sizeof(*ev));
+        return;
+    }
     p = read_u64(sctx, off_sctx_user);
     if (p)
         bpf_probe_read_user_str(ev->user, sizeof(ev->user), (const void *)p);
@@ -534,6 +582,20 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
     mt_submit(ring, ev, sizeof(*ev));
 }
 
+// MySQL enters "starting" just before a command (or a further statement of a
+// multi-statement query) begins: that mark, kept by keep_starting_mark(),
+// becomes the new statement's first stage, with its source.
+static __always_inline void take_starting_mark(struct thread_state *st, void *thd) {
+    if (st->pre_thd == (__u64)thd && st->pre.ts_ns) {
+        st->stages[0] = st->pre;
+        st->stages[0].ts_ns = st->ev.start_ns;
+        st->stages[0].c = st->ev.begin;
+        st->ev.n_stages = 1;
+    }
+    st->pre_thd = 0;
+    st->pre.ts_ns = 0;
+}
+
 // A client command begins: `packet`/`len` is its text (a query, a prepared
 // statement), `arg`/`arg_len` the argument of another command (a schema name).
 static __always_inline void begin_command(void *thd, __u32 command, const char *packet, __u32 len,
@@ -543,8 +605,14 @@ static __always_inline void begin_command(void *thd, __u32 command, const char *
     st = state_of(1);
     if (!st)
         return;
-    if (st->active)
+    if (st->active && st->end_pending) {
+        // "cleaning up" never came (the stage probes were detached): the
+        // statement ended where the end probe fired.
+        st->end_pending = 2;
+        end_statement(st, st->end_flags, 0);
+    } else if (st->active) {
         end_statement(st, MT_STMT_CUT, 0);
+    }
     st->parses = 0;
     st->tio_depth = 0;  // a return that was never seen must not hide the next ones
     st->ev.text_addr = (__u64)packet;
@@ -560,6 +628,7 @@ static __always_inline void begin_command(void *thd, __u32 command, const char *
             st->arg_len = n;
     }
     begin_statement(st, thd, command, (__u64)packet, len, 0);
+    take_starting_mark(st, thd);
     if (want_accounts) {
         send_account(st, thd, thread_id_of(thd));
         // The account changes inside this command: send it again after.
@@ -619,6 +688,7 @@ static __always_inline void begin_parse(void *thd, const char *rawbuf, __u32 len
         // The end probe closed the previous statement of this command.
         if (end_per_statement && st->parses) {
             begin_statement(st, thd, st->ev.command, (__u64)rawbuf, len, st->ev.seq + 1);
+            take_starting_mark(st, thd);
             st->ev.text_addr = (__u64)rawbuf;
             st->parses++;
         }
@@ -683,6 +753,14 @@ int BPF_KPROBE(server_sql_command_m8, void *thd) {
     return 0;
 }
 
+static __always_inline void finish_command(struct thread_state *st, __u32 flags) {
+    end_statement(st, flags, 0);
+    // After COM_QUIT the thread waits for a new connection: none of its
+    // waits belong to this THD any more.
+    if (st->ev.command == COM_QUIT)
+        st->thd = 0;
+}
+
 // The end-of-command stage site of dispatch_command, or (end_per_statement)
 // a call of log_slow_statement there; cookie 1: a site after which another
 // statement of the same query follows.
@@ -694,17 +772,48 @@ int server_command_end(struct pt_regs *ctx) {
         return 0;
     st = state_of(0);
     if (st && st->active) {
-        end_statement(st, MT_STMT_ENDED | (bpf_get_attach_cookie(ctx) == 1 ? MT_STMT_MORE : 0), 0);
-        // After COM_QUIT the thread waits for a new connection: none of its
-        // waits belong to this THD any more.
-        if (st->ev.command == COM_QUIT)
-            st->thd = 0;
+        __u32 flags = MT_STMT_ENDED | (bpf_get_attach_cookie(ctx) == 1 ? MT_STMT_MORE : 0);
+
+        if (cleanup_stage_name && exact_stages && !(flags & MT_STMT_MORE)) {
+            st->end_pending = 1;
+            st->end_flags = flags;
+            st->end_at = bpf_ktime_get_ns();
+            return 0;
+        }
+        finish_command(st, flags);
     }
     return 0;
 }
 
 static __always_inline __u64 current_stage(struct thread_state *st) {
     return read_u64(st->thd, off_proc_info);
+}
+
+// MySQL's THD::enter_stage(new, old, func, file, line) outside a command:
+// keeps its "starting" mark for the command about to begin (begin_command).
+static __always_inline void keep_starting_mark(struct pt_regs *ctx, struct thread_state *st,
+                                               __u32 site) {
+    __u64 info = PT_REGS_PARM2(ctx);
+    __u64 thd = PT_REGS_PARM1(ctx);
+    __u64 file = PT_REGS_PARM5(ctx);
+    __u64 line = ctx->r9;
+
+    barrier_var(info);
+    barrier_var(thd);
+    barrier_var(file);
+    barrier_var(line);
+    if (!info || read_u64((void *)info, 8) != starting_stage_name)
+        return;
+    if (!st)
+        st = state_of(1);  // a connection's first command
+    if (!st)
+        return;
+    st->pre_thd = thd;
+    st->pre.ts_ns = bpf_ktime_get_ns();
+    st->pre.site = site;
+    st->pre.stage = starting_stage_name;
+    st->pre.file = file;
+    st->pre.line = (__u32)line;
 }
 
 // Exact stages: one probe per stage site, the site's index as attach cookie.
@@ -717,15 +826,13 @@ int server_stage(struct pt_regs *ctx) {
 
     if (!traced() || !exact_stages)
         return 0;
+    site = (__u32)bpf_get_attach_cookie(ctx);
     st = state_of(0);
-    if (!st || !st->active)
-        return 0;
-    n = st->ev.n_stages;
-    if (n >= MT_MAX_STAGES) {
-        st->ev.stages_lost++;
+    if (!st || !st->active) {
+        if (site >= stage_call_site && starting_stage_name)
+            keep_starting_mark(ctx, st, site);
         return 0;
     }
-    site = (__u32)bpf_get_attach_cookie(ctx);
     if (site >= cond_site) {
         // Two plain loads: clang may not merge them into one ctx access at
         // a computed offset, which the verifier refuses.
@@ -749,6 +856,13 @@ int server_stage(struct pt_regs *ctx) {
         if (!stage)
             return 0;
     }
+    n = st->ev.n_stages;
+    if (n >= MT_MAX_STAGES) {
+        st->ev.stages_lost++;
+        if (st->end_pending && stage == cleanup_stage_name)
+            finish_command(st, st->end_flags);
+        return 0;
+    }
     now = bpf_ktime_get_ns();
     m = &st->stages[n];
     m->ts_ns = now;
@@ -767,6 +881,8 @@ int server_stage(struct pt_regs *ctx) {
     }
     read_counters(st, &m->c, now);
     st->ev.n_stages = n + 1;
+    if (st->end_pending && stage == cleanup_stage_name)
+        finish_command(st, st->end_flags);
     return 0;
 }
 
@@ -917,9 +1033,51 @@ struct {
     __type(value, struct scan_buf);
 } scan SEC(".maps");
 
+// Whether `ret` follows a call instruction, as a return address does: a
+// word of the server's code address range that does not (a function
+// pointer kept in a local, as MySQL's timer and MDL code leave in glibc's
+// uninitialised wait frames) is not a caller. call rel32 (e8), and the
+// indirect calls ff /2 through a register, a disp8/disp32 base or %rip.
+static __always_inline int after_call(__u64 ret) {
+    __u8 c[8];
+
+    if (bpf_probe_read_user(c, sizeof(c), (void *)(ret - 8)))
+        return 0;
+    return c[3] == 0xe8 || (c[6] == 0xff && (c[7] & 0xf8) == 0xd0) ||
+           (c[5] == 0xff && (c[6] & 0xf8) == 0x50) || (c[2] == 0xff && c[3] == 0x15) ||
+           (c[2] == 0xff && (c[3] & 0xf8) == 0x90);
+}
+
+// Whether the return address at words[i] is the live one of a caller that
+// keeps a frame pointer (MySQL 9.7's code does): glibc's wait code below it
+// saved that caller's %rbp (a stack address above the return address, where
+// the caller's own saved %rbp and return address sit). A stale return
+// address left in glibc's uninitialised locals by an earlier call (MySQL's
+// my_timer_nanoseconds calling clock_gettime before a timed wait) has no
+// such frame. Only the words read are looked at: a deeper frame fails.
+#define SAVED_REGS_SCAN 16
+
+static __always_inline int frame_of_caller(struct scan_buf *b, __u64 sp, int i) {
+    for (int d = 1; d <= SAVED_REGS_SCAN; d++) {
+        __u64 f, k, ret;
+
+        if (d > i)
+            break;
+        f = b->words[(i - d) & (CALLER_SCAN - 1)];
+        if (f <= sp + 8 * i || f >= sp + 8 * (CALLER_SCAN - 1) || (f & 7))
+            continue;
+        k = (f - sp) / 8 + 1;
+        ret = b->words[k & (CALLER_SCAN - 1)];
+        if (ret >= text_lo && ret < text_hi)
+            return 1;
+    }
+    return 0;
+}
+
 static __always_inline __u64 server_caller(struct pt_regs *regs) {
     __u64 sp = BPF_CORE_READ(regs, sp);
     struct scan_buf *b;
+    __u64 first = 0;
     __u32 zero = 0;
 
     // Syscall tracepoints run with preemption on: the buffer may be shared
@@ -930,10 +1088,14 @@ static __always_inline __u64 server_caller(struct pt_regs *regs) {
     for (int i = 0; i < CALLER_SCAN; i++) {
         __u64 w = b->words[i];
 
-        if (w >= text_lo && w < text_hi)
+        if (w < text_lo || w >= text_hi || !after_call(w))
+            continue;
+        if (!first)
+            first = w;
+        if (frame_of_caller(b, sp, i))
             return w;
     }
-    return 0;
+    return first;
 }
 
 #define S_IFMT 00170000

@@ -22,8 +22,12 @@
 #
 # The server is the chroot's /usr/sbin/mysqld started from the host, so its
 # pid is a host pid, in a private mount namespace holding /proc and DIR
-# (bind-mounted at DIR's own path, so paths agree inside and out): the mounts
-# go away with the process and nothing stays mounted on the host.
+# (bind-mounted at DIR's own path, on a tmpfs of that namespace, so paths
+# agree inside and out): the mounts go away with the process, nothing stays
+# mounted on the host and the shared chroot does not change. From the host,
+# /proc/PID/exe and /proc/PID/maps show the chroot's files at their host
+# paths (/var/cache/mysqltrace/mysql-sid/usr/sbin/mysqld), /proc/PID/root is
+# the chroot, and /proc/PID/fd shows DIR's files under the chroot's path.
 #
 # Environment: MYSQL_CHROOT (default /var/cache/mysqltrace/mysql-sid),
 # MYSQL_MIRROR (default: the Debian URI apt uses), MARIADB_CLIENT (the host
@@ -94,6 +98,14 @@ chroot_ready() {
         $(<"$MYSQL_CHROOT/.mysqltrace-chroot") == "$(chroot_stamp)" ]]
 }
 
+chroot_in_use() {  # dir
+    local r
+    for r in /proc/[0-9]*/root; do
+        [[ $(readlink "$r" 2>/dev/null) == "$1"/* ]] && return 0
+    done
+    return 1
+}
+
 # Builds the chroot once: into a temporary directory next to it, published
 # by rename, under a lock so parallel callers wait for one build.
 ensure_chroot() {
@@ -130,49 +142,52 @@ ensure_chroot() {
     # mysqld resolves 127.0.0.1/localhost through the chroot's files.
     cp /etc/hosts "$tmp/etc/hosts"
     chroot_stamp >"$tmp/.mysqltrace-chroot"
+    local old
     if [[ -e $MYSQL_CHROOT ]]; then
-        # An older format or package list: nothing of ours is mounted on it
-        # (mounts live in the servers' own namespaces), --one-file-system
-        # in case something else is.
-        local old
+        # An older format or package list. Servers may still run in it: it
+        # goes aside, and only once no process has its root there is it
+        # removed (--one-file-system, in case something is mounted in it).
         old=$(mktemp -d "$MYSQL_CHROOT.old.XXXXXX")
         mv -T "$MYSQL_CHROOT" "$old/chroot"
-        rm -rf --one-file-system -- "$old"
     fi
     mv -T "$tmp" "$MYSQL_CHROOT"
+    for old in "$MYSQL_CHROOT".old.*; do
+        [[ -d $old ]] && ! chroot_in_use "$old" && rm -rf --one-file-system -- "$old"
+    done
     rm -f "$tmp.log"
     echo "mysql-sandbox: built $MYSQL_CHROOT in $((SECONDS - started)) s" >&2
     exec {lock_fd}>&-
 }
 
-# Creates DIR's mount point inside the chroot and records the directories it
-# had to create (host paths, outermost first) in DIR/chroot-mountpoints, for
-# stop and the C++ harness's teardown.
-make_mountpoint() {
+# Where DIR's mount point goes, without a directory per sandbox in the
+# shared chroot: prints the chroot directory that the server's namespace
+# covers with a tmpfs of its own, in which the rest of DIR's path is then
+# made. That is DIR's deepest ancestor the chroot has, if it holds nothing a
+# server needs (/tmp, /home, ...: hidden in that namespace only), so every
+# sandbox under /tmp leaves nothing behind. Elsewhere (under /var, or /work
+# which the chroot lacks) the next component below it is created on disk
+# once and kept: removing it while another sandbox's namespace has a mount
+# on it would detach that mount (rmdir succeeds on mount points of other
+# namespaces). Prints nothing when the chroot has DIR itself.
+mount_base() {
     local dir=$1 path="" part
-    local -a created=()
     local IFS=/
     for part in ${dir#/}; do
-        path+=/$part
-        if [[ ! -d $MYSQL_CHROOT$path ]]; then
-            mkdir "$MYSQL_CHROOT$path" 2>/dev/null || [[ -d $MYSQL_CHROOT$path ]] ||
-                die "cannot create $MYSQL_CHROOT$path"
-            created+=("$MYSQL_CHROOT$path")
+        if [[ -d $MYSQL_CHROOT$path/$part ]]; then
+            path+=/$part
+            continue
         fi
-    done
-    if [[ ${#created[@]} -gt 0 ]]; then
-        printf '%s\n' "${created[@]}" >>"$dir/chroot-mountpoints"
-    fi
-}
-
-# Removes the mount points start created, innermost first; a directory still
-# in use by another sandbox is not empty and stays.
-remove_mountpoints() {
-    local dir=$1 path
-    [[ -r $dir/chroot-mountpoints ]] || return 0
-    tac "$dir/chroot-mountpoints" | while IFS= read -r path; do
-        [[ $path == /* ]] || continue
-        rmdir -- "$path" 2>/dev/null || true
+        case $path/ in
+        /tmp/* | /var/tmp/* | /home/* | /root/* | /srv/* | /mnt/* | /media/* | /opt/*)
+            echo "$path"
+            ;;
+        *)
+            mkdir "$MYSQL_CHROOT$path/$part" 2>/dev/null || [[ -d $MYSQL_CHROOT$path/$part ]] ||
+                die "cannot create $MYSQL_CHROOT$path/$part"
+            echo "$path/$part"
+            ;;
+        esac
+        return
     done
 }
 
@@ -187,14 +202,19 @@ cmd_exec() {
     dir=$(abs_dir "$1")
     shift 2
     ensure_chroot
-    make_mountpoint "$dir"
+    local base
+    base=$(mount_base "$dir")
     # shellcheck disable=SC2016 # expanded by the inner sh
     exec unshare --mount --propagation private -- /bin/sh -ec '
-        root=$1 dir=$2
-        shift 2
+        root=$1 dir=$2 base=$3
+        shift 3
         mount -t proc proc "$root/proc"
+        if [ -n "$base" ]; then
+            mount -t tmpfs -o mode=0755,size=1m mysqltrace "$root$base"
+            mkdir -p "$root$dir"
+        fi
         mount --bind "$dir" "$root$dir"
-        exec chroot "$root" "$@"' sh "$MYSQL_CHROOT" "$dir" "$@"
+        exec chroot "$root" "$@"' sh "$MYSQL_CHROOT" "$dir" "$base" "$@"
 }
 
 # The kernel hands out a port that is free now; start retries if mysqld
@@ -374,7 +394,6 @@ cmd_stop() {
             done
         fi
     fi
-    remove_mountpoints "$dir"
     rm -rf -- "$dir"
 }
 

@@ -172,11 +172,8 @@ void sweep_stale_dirs(const std::string &base) {
                 pid > 0 ? read_file("/proc/" + std::to_string(pid) + "/cmdline") : std::nullopt;
             if (cmdline && cmdline->find("--datadir=" + path + "/data") != std::string::npos) {
                 ::kill(static_cast<pid_t>(pid), SIGKILL);
-                // Its namespace, holding the mount points, goes with it.
-                wait_child(static_cast<pid_t>(pid), Clock::now() + 10s);
             }
         }
-        remove_mountpoints_of(path);
         std::error_code ec;
         fs::remove_all(path, ec);
     }
@@ -433,7 +430,6 @@ Result<std::unique_ptr<MariadbServer>> MariadbServer::start(const ServerOptions 
 MariadbServer::~MariadbServer() {
     (void)stop();
     if (!root_dir_.empty()) {
-        remove_mountpoints_of(root_dir_);
         std::error_code ec;
         fs::remove_all(root_dir_, ec);
     }

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <mutex>
-#include <sstream>
 #include <utility>
 
 #include "harness/child_process.h"
@@ -15,23 +14,6 @@
 namespace mysqltrace::test::harness {
 
 using namespace std::chrono_literals;
-
-void remove_mountpoints_of(const std::string &dir) {
-    auto list = read_file(dir + "/chroot-mountpoints");
-    if (!list) {
-        return;
-    }
-    std::vector<std::string> paths;
-    std::istringstream in(*list);
-    for (std::string line; std::getline(in, line);) {
-        if (!line.empty() && line[0] == '/') {
-            paths.push_back(line);
-        }
-    }
-    for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
-        ::rmdir(it->c_str());
-    }
-}
 
 std::string sandbox_script(const std::string &configured) {
     if (!configured.empty()) {

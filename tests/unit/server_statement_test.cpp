@@ -421,6 +421,26 @@ TEST(ServerWaits, FileEventNamesFollowTheServersInstruments) {
     EXPECT_EQ(file_event_name("/var/lib/mysql/ddl_recovery.log"), "wait/io/file/sql/misc");
 }
 
+// MySQL 9.7's names, as its performance_schema.file_instances lists the
+// files of a fresh data directory.
+TEST(ServerWaits, MysqlFileEventNames) {
+    using mysqltrace::server::file_event_name;
+    using mysqltrace::server::FileNaming;
+    auto name = [](const char *path) { return file_event_name(path, FileNaming::mysql); };
+    EXPECT_EQ(name("/d/#innodb_redo/#ib_redo5"), "wait/io/file/innodb/innodb_log_file");
+    EXPECT_EQ(name("/d/#innodb_redo/#ib_redo12_tmp"), "wait/io/file/innodb/innodb_log_file");
+    EXPECT_EQ(name("/d/#innodb_temp/temp_3.ibt"), "wait/io/file/innodb/innodb_temp_file");
+    EXPECT_EQ(name("/d/#ib_16384_0.dblwr"), "wait/io/file/innodb/innodb_dblwr_file");
+    EXPECT_EQ(name("/d/ibtmp1"), "wait/io/file/innodb/innodb_data_file");
+    EXPECT_EQ(name("/d/ibdata1"), "wait/io/file/innodb/innodb_data_file");
+    EXPECT_EQ(name("/d/undo_002"), "wait/io/file/innodb/innodb_data_file");
+    EXPECT_EQ(name("/d/mysql.ibd"), "wait/io/file/innodb/innodb_data_file");
+    EXPECT_EQ(name("/d/db/t.ibd"), "wait/io/file/innodb/innodb_data_file");
+    EXPECT_EQ(name("/d/binlog.000001"), "wait/io/file/sql/binlog");
+    EXPECT_EQ(name("/d/binlog.index"), "wait/io/file/sql/binlog_index");
+    EXPECT_EQ(name("/d/auto.cnf"), "wait/io/file/sql/misc");
+}
+
 TEST(ServerWaits, DecodeRejectsOtherRecords) {
     mt_server_wait_event ev{};
     ev.hdr.type = MT_EV_SERVER_WAIT;

@@ -88,7 +88,11 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     // MySQL 8's exact stages read the stage from THD::enter_stage's argument.
     const bool needs_proc_info = !(mysql8 && exact && !target->stages.empty());
     if (mode != server::StageMode::off && needs_proc_info && target->layout.proc_info < 0) {
-        std::cerr << "mysqltrace: cannot find THD::proc_info in this build: stages are off\n";
+        std::cerr << "mysqltrace: cannot find THD::proc_info in this build ("
+                  << (mysql8 ? "THD::enter_stage's stores of the new stage, checked against its "
+                               "copy of the old one"
+                             : "set_thd_stage_info()'s stores")
+                  << "): stages are off; statements, --waits and --table-io still work\n";
     }
     if (g.verbose > 0) {
         const auto &l = target->layout;
@@ -166,13 +170,18 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.waits = a.waits;
     opts.table_io = a.table_io;
     opts.show_secrets = a.show_secrets;
-    server::WaitNamer namer(a.pid, target->file, target->load_bias);
+    server::WaitNamer namer(a.pid, target->file, target->load_bias,
+                            mysql8 ? server::FileNaming::mysql : server::FileNaming::mariadb);
     // Accounts are sent only for what needs them: trace file names, --user,
     // the slow log's User@Host.
     opts.accounts = pfs_sql || !a.user.empty() || slowlog;
     if (!a.user.empty() && (target->layout.security_ctx < 0 || target->layout.sctx_user < 0)) {
         std::cerr << "mysqltrace: --user: cannot find where this build keeps a connection's "
-                     "account (no thd_user_name() accessor that loads it)\n";
+                     "account ("
+                  << (mysql8 ? "no thd_get_security_context() storing THD::m_security_ctx, or "
+                               "no Security_context::user() returning {ptr, length}"
+                             : "no thd_user_name() accessor that loads it")
+                  << "); statements, stages, --waits and --table-io work without --user\n";
         return kExitFailure;
     }
     auto account_of = [&tracer_ptr](uint64_t thread_id) -> const server::Account & {

@@ -296,7 +296,15 @@ nlohmann::ordered_json ServerRenderer::wait_json(const NamedWait &w, uint64_t ev
     j["OPERATION"] = n.operation;
     j["NUMBER_OF_BYTES"] = wait_has_bytes(n) ? J(w.wait.bytes) : J();
     j["FLAGS"] = J();
-    if (w.wait.ret < 0) {
+    if (w.wait.kind == MT_WAIT_TABLE) {
+        // The handler's result: a fetch that found no row (137: end of the
+        // table or range, 120: no such key) is a call performance_schema
+        // counts only outside its batch mode (MySQL's scans of a join's last
+        // table count the rows found).
+        if (w.wait.ret != 0) {
+            j["handler_error"] = w.wait.ret;
+        }
+    } else if (w.wait.ret < 0) {
         j["errno"] = -w.wait.ret;
     }
     return j;

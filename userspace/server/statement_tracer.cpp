@@ -62,6 +62,9 @@ constexpr std::pair<const char *, uint32_t> kTableIoMethods[] = {
     {"_ZN7handler18ha_index_next_sameEPhPKhj", MT_TABLE_INDEX_NEXT_SAME},
     {"_ZN7handler12ha_write_rowEPKh", MT_TABLE_WRITE_ROW},
     {"_ZN7handler13ha_update_rowEPKhS1_", MT_TABLE_UPDATE_ROW},
+    // MySQL 8/9: write_row(uchar*), update_row(const uchar*, uchar*).
+    {"_ZN7handler12ha_write_rowEPh", MT_TABLE_WRITE_ROW},
+    {"_ZN7handler13ha_update_rowEPKhPh", MT_TABLE_UPDATE_ROW},
     {"_ZN7handler13ha_delete_rowEPKh", MT_TABLE_DELETE_ROW},
 };
 
@@ -236,8 +239,8 @@ std::optional<Error> add_mariadb_stage_sites(const elf::ElfFile &f, ServerTarget
 
 // Where the running server keeps the name of its "starting" stage
 // (stage_starting.m_name, read from its memory: a relocated pointer), or 0.
-uint64_t starting_stage_name(const ServerTarget &t) {
-    auto sym = t.file ? t.file->find("stage_starting") : std::nullopt;
+uint64_t starting_stage_name(const ServerTarget &t, const char *stage = "stage_starting") {
+    auto sym = t.file ? t.file->find(stage) : std::nullopt;
     if (!sym) {
         return 0;
     }
@@ -397,8 +400,10 @@ Result<ServerTarget> resolve_server(pid_t pid) {
         if (!fs) {
             continue;
         }
+        // Every row passes here: never a single-stepped instruction.
         auto site = entry_site(f, *fs);
-        if (site && site->cost != elf::ProbeCost::undecodable) {
+        if (site && site->cost != elf::ProbeCost::undecodable &&
+            site->cost != elf::ProbeCost::single_stepped) {
             t.table_io.push_back({site->offset, op});
         }
     }
@@ -480,6 +485,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_sctx_user = l.sctx_user;
     ro->off_sctx_host = l.sctx_host;
     ro->off_sctx_ip = l.sctx_ip;
+    ro->sctx_lengths = l.sctx_lengths ? 1 : 0;
     ro->want_accounts = opts.accounts && l.security_ctx >= 0 && l.sctx_user >= 0;
     ro->off_handler_table_share = l.handler_table_share;
     ro->off_share_db = l.share_db;
@@ -499,6 +505,11 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         ro->off_query_string = target.query_string_offset;
         ro->keep_entry_text = 1;
         ro->starting_stage_name = starting_stage_name(target);
+        // With exact stages, a command's statement ends at this stage, which
+        // MySQL enters after log_slow_statement, as performance_schema does.
+        if (!target.end_sites.empty()) {
+            ro->cleanup_stage_name = starting_stage_name(target, kEndStage);
+        }
     }
     for (size_t i = 0; i < target.stages.size(); i++) {
         if (target.stages[i].stage_symbol == "stage_starting" &&
@@ -608,8 +619,14 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     if (opts.table_io) {
         if (target.table_io.empty() || l.handler_table_share < 0) {
             return Error{ENOTSUP,
-                         "--table-io: this server build has no exported handler::ha_* "
-                         "row methods, or their table cannot be found from the code"};
+                         std::string("--table-io: ") +
+                             (target.table_io.empty()
+                                  ? "this server build exports no handler::ha_* row method "
+                                    "(ha_rnd_next, ha_index_read_map, ha_write_row, ...) with an "
+                                    "entry the kernel emulates"
+                                  : "cannot learn handler::table_share from "
+                                    "handler::lock_shared_ha_data()") +
+                             "; statements, stages and --waits work without it"};
         }
         std::vector<uint64_t> offsets, cookies;
         for (const auto &s : target.table_io) {

@@ -544,7 +544,9 @@ void set_table_share_fields(const elf::ElfFile &file, ThdLayout &l) {
     walk(file, "_ZN7handler19lock_shared_ha_dataEv",
          [&](const cs_insn &insn, const RegisterState &regs) {
              const cs_x86 &x = insn.detail->x86;
-             if (insn.id != X86_INS_MOV || x.op_count != 2 || x.operands[1].type != X86_OP_MEM) {
+             // The stack protector's %fs:0x28 load (CET builds) comes first.
+             if (insn.id != X86_INS_MOV || x.op_count != 2 || x.operands[1].type != X86_OP_MEM ||
+                 x.operands[1].mem.segment != X86_REG_INVALID) {
                  return false;
              }
              int64_t off = -1;
@@ -555,18 +557,28 @@ void set_table_share_fields(const elf::ElfFile &file, ThdLayout &l) {
          });
     std::vector<int64_t> key_stores;
     int64_t name = -1;
-    walk(file, "_Z20init_tmp_table_shareP3THDP11TABLE_SHAREPKcjS4_S4_",
-         [&](const cs_insn &insn, const RegisterState &regs) {
-             int64_t off = -1;
-             if (auto s = regs.store_of(insn); s && s->size == 8 && s->address.is_arg(1, &off)) {
-                 if (is_argument(s->value, 2)) {
-                     key_stores.push_back(off);
-                 } else if (is_argument(s->value, 4) && name < 0) {
-                     name = off;
-                 }
-             }
-             return false;
-         });
+    // MariaDB: (THD*, TABLE_SHARE*, const char*, uint, const char*, const
+    // char*); MySQL 8/9: a size_t key length and a MEM_ROOT* after.
+    std::string init_share = "_Z20init_tmp_table_shareP3THDP11TABLE_SHAREPKcjS4_S4_";
+    const bool mariadb_share = file.find(init_share).has_value();
+    for (const auto &s : file.symbols()) {
+        if (!mariadb_share && s.is_function &&
+            s.name.rfind("_Z20init_tmp_table_shareP3THDP11TABLE_SHAREPKc", 0) == 0) {
+            init_share = s.name;
+            break;
+        }
+    }
+    walk(file, init_share, [&](const cs_insn &insn, const RegisterState &regs) {
+        int64_t off = -1;
+        if (auto s = regs.store_of(insn); s && s->size == 8 && s->address.is_arg(1, &off)) {
+            if (is_argument(s->value, 2)) {
+                key_stores.push_back(off);
+            } else if (is_argument(s->value, 4) && name < 0) {
+                name = off;
+            }
+        }
+        return false;
+    });
     // db is stored from the same key as table_cache_key; it is the one that
     // sits right before table_name, as TABLE_SHARE declares them.
     for (int64_t off : key_stores) {
@@ -634,6 +646,55 @@ int64_t returned_lex_cstring(const elf::ElfFile &file, std::string_view name) {
         return true;
     });
     return found;
+}
+
+// MySQL 8/9's THD::enter_stage(new_stage, old_stage, ...) first saves the
+// current stage into *old_stage (old_stage->m_key = m_current_stage_key,
+// ->m_name = m_proc_info): the same two fields it then sets from new_stage.
+// A build where the two patterns disagree gets neither (never a guess).
+void verify_stage_fields(const elf::ElfFile &file, ThdLayout &l) {
+    int64_t key = -1, name = -1;
+    walk(file, kMysql8EnterStage, [&](const cs_insn &insn, const RegisterState &regs) {
+        int64_t at = -1;
+        if (auto s = regs.store_of(insn);
+            s && s->address.is_arg(2, &at) && s->value.is_load(0, 1)) {
+            if (at == kPsiStageKey && key < 0) {
+                key = s->value.loads[0];
+            } else if (at == kPsiStageName && name < 0) {
+                name = s->value.loads[0];
+            }
+        }
+        return key >= 0 && name >= 0;
+    });
+    if ((key >= 0 && key != l.stage_key) || (name >= 0 && name != l.proc_info)) {
+        l.stage_key = l.proc_info = -1;
+    }
+}
+
+// MySQL 8/9 keep the account in THD::m_main_security_ctx's String members
+// ({char *ptr; size_t length; ...}), reached through THD::m_security_ctx:
+// thd_get_security_context(THD*, Security_context**) stores that pointer,
+// and Security_context::user()/host()/ip() return {ptr, length} pairs.
+void set_mysql_account_fields(const elf::ElfFile &file, ThdLayout &l) {
+    int64_t sctx = -1;
+    walk(file, accessor(file, "thd_get_security_context", true),
+         [&](const cs_insn &insn, const RegisterState &regs) {
+             int64_t at = -1;
+             if (auto s = regs.store_of(insn); s && s->size == 8 && s->address.is_arg(1, &at) &&
+                                               at == 0 && s->value.is_load(0, 1)) {
+                 sctx = s->value.loads[0];
+             }
+             return sctx >= 0;
+         });
+    const int64_t user = returned_lex_cstring(file, "_ZNK16Security_context4userEv");
+    if (sctx < 0 || user < 0) {
+        return;
+    }
+    l.security_ctx = sctx;
+    l.sctx_user = user;
+    l.sctx_host = returned_lex_cstring(file, "_ZNK16Security_context4hostEv");
+    l.sctx_ip = returned_lex_cstring(file, "_ZNK16Security_context2ipEv");
+    l.sctx_lengths = true;
 }
 
 }  // namespace
@@ -713,6 +774,7 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
         // out of line, which stores new_stage->m_key and ->m_name.
         l.proc_info = first_store(file, kMysql8EnterStage, stage_field(kPsiStageName));
         l.stage_key = first_store(file, kMysql8EnterStage, stage_field(kPsiStageKey));
+        verify_stage_fields(file, l);
     }
     if (l.proc_info < 0) {
         // Older servers: set_thd_proc_info(thd, info, ...) assigns proc_info = info.
@@ -730,6 +792,9 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
     account("thd_user_name", l.sctx_user);
     account("thd_client_host", l.sctx_host);
     account("thd_client_ip", l.sctx_ip);
+    if (mysql8 && l.security_ctx < 0) {
+        set_mysql_account_fields(file, l);
+    }
     set_table_share_fields(file, l);
     l.query_string = returned_lex_cstring(file, acc("thd_query_unsafe"));
     return l;

@@ -45,9 +45,12 @@ struct ThdLayout {  // -1 = not found
     int64_t proc_info = -1;     // const char *: the current stage's name
     int64_t stage_key = -1;     // PSI_stage_key of the current stage
     int64_t security_ctx = -1;  // Security_context * (the connection's account)
-    int64_t sctx_user = -1;     // the rest are in Security_context: const char *
+    int64_t sctx_user = -1;     // the rest are in Security_context
     int64_t sctx_host = -1;
     int64_t sctx_ip = -1;
+    // MySQL: the three are String members, {char *ptr; size_t length}, and
+    // not always NUL-terminated (MariaDB: char *).
+    bool sctx_lengths = false;
     // Table I/O (--table-io): handler::table_share, and in TABLE_SHARE the
     // schema and table names (LEX_CSTRING {str, length}).
     int64_t handler_table_share = -1;

@@ -7,6 +7,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <span>
+#include <string_view>
 
 #include "elf/symbol_name.h"
 
@@ -107,11 +109,6 @@ const char *table_op_operation(uint32_t op) {
 
 namespace {
 
-bool ends_with(const std::string &s, std::string_view suffix) {
-    return s.size() >= suffix.size() &&
-           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::string base_name(const std::string &path) {
     const size_t slash = path.rfind('/');
     return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -119,38 +116,88 @@ std::string base_name(const std::string &path) {
 
 }  // namespace
 
-std::string file_event_name(const std::string &path) {
+namespace {
+
+// How a server names its files' instruments, matched on the file's base
+// name in order; the first match wins. From each server's own
+// performance_schema.file_instances.
+enum class Match { prefix, suffix, contains };
+struct FileRule {
+    Match how;
+    std::string_view pattern;
+    const char *event;
+};
+
+constexpr const char *kInnodbLog = "wait/io/file/innodb/innodb_log_file";
+constexpr const char *kInnodbData = "wait/io/file/innodb/innodb_data_file";
+constexpr const char *kInnodbTemp = "wait/io/file/innodb/innodb_temp_file";
+
+constexpr FileRule kMariadbFiles[] = {
+    {Match::prefix, "ib_logfile", kInnodbLog},
+    {Match::prefix, "ibtmp", kInnodbTemp},
+    {Match::prefix, "ibdata", kInnodbData},
+    {Match::prefix, "undo", kInnodbData},
+    {Match::suffix, ".ibd", kInnodbData},
+    {Match::suffix, ".frm", "wait/io/file/sql/FRM"},
+    {Match::prefix, "#sql", "wait/io/file/sql/file_parser"},
+    {Match::prefix, "ML", "wait/io/file/sql/file_parser"},
+    {Match::contains, "-bin.", "wait/io/file/sql/binlog"},
+    {Match::suffix, ".MAI", "wait/io/file/aria/data"},
+    {Match::suffix, ".MAD", "wait/io/file/aria/data"},
+    {Match::suffix, ".MYI", "wait/io/file/aria/data"},
+    {Match::suffix, ".MYD", "wait/io/file/aria/data"},
+    {Match::prefix, "aria_log", "wait/io/file/aria/log"},
+};
+
+// MySQL 8.0.30+/9.x: redo in #innodb_redo/#ib_redoN, session temporary
+// tablespaces in #innodb_temp/temp_N.ibt, the doublewrite buffer in its own
+// files; ibtmp1 and undo_00N are data files there.
+constexpr FileRule kMysqlFiles[] = {
+    {Match::prefix, "#ib_redo", kInnodbLog},
+    {Match::prefix, "ib_logfile", kInnodbLog},
+    {Match::suffix, ".ibt", kInnodbTemp},
+    {Match::suffix, ".dblwr", "wait/io/file/innodb/innodb_dblwr_file"},
+    {Match::prefix, "ibtmp", kInnodbData},
+    {Match::prefix, "ibdata", kInnodbData},
+    {Match::prefix, "undo_", kInnodbData},
+    {Match::suffix, ".ibu", kInnodbData},
+    {Match::suffix, ".ibd", kInnodbData},
+    {Match::suffix, ".index", "wait/io/file/sql/binlog_index"},
+    {Match::prefix, "binlog.", "wait/io/file/sql/binlog"},  // the default log_bin_basename
+    {Match::contains, "-bin.", "wait/io/file/sql/binlog"},
+    {Match::suffix, ".MYI", "wait/io/file/myisam/kfile"},
+    {Match::suffix, ".MYD", "wait/io/file/myisam/dfile"},
+};
+
+bool matches(const FileRule &r, std::string_view b) {
+    switch (r.how) {
+        case Match::prefix:
+            return b.starts_with(r.pattern);
+        case Match::suffix:
+            return b.ends_with(r.pattern);
+        case Match::contains:
+            return b.find(r.pattern) != std::string_view::npos;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::string file_event_name(const std::string &path, FileNaming naming) {
     const std::string b = base_name(path);
-    if (b.rfind("ib_logfile", 0) == 0) {
-        return "wait/io/file/innodb/innodb_log_file";
-    }
-    if (b.rfind("ibtmp", 0) == 0) {
-        return "wait/io/file/innodb/innodb_temp_file";
-    }
-    if (b.rfind("ibdata", 0) == 0 || b.rfind("undo", 0) == 0 || ends_with(b, ".ibd")) {
-        return "wait/io/file/innodb/innodb_data_file";
-    }
-    if (ends_with(b, ".frm")) {
-        return "wait/io/file/sql/FRM";
-    }
-    if (b.rfind("#sql", 0) == 0 || b.rfind("ML", 0) == 0) {
-        return "wait/io/file/sql/file_parser";
-    }
-    if (b.find("-bin.") != std::string::npos) {
-        return "wait/io/file/sql/binlog";
-    }
-    if (ends_with(b, ".MAI") || ends_with(b, ".MAD") || ends_with(b, ".MYI") ||
-        ends_with(b, ".MYD")) {
-        return "wait/io/file/aria/data";
-    }
-    if (b == "aria_log_control" || b.rfind("aria_log.", 0) == 0) {
-        return "wait/io/file/aria/log";
+    const std::span<const FileRule> rules =
+        naming == FileNaming::mysql ? std::span<const FileRule>(kMysqlFiles) : kMariadbFiles;
+    for (const FileRule &r : rules) {
+        if (matches(r, b)) {
+            return r.event;
+        }
     }
     return "wait/io/file/sql/misc";
 }
 
-WaitNamer::WaitNamer(pid_t pid, std::shared_ptr<const elf::ElfFile> exe, int64_t bias)
-    : pid_(pid), exe_(std::move(exe)), bias_(bias) {
+WaitNamer::WaitNamer(pid_t pid, std::shared_ptr<const elf::ElfFile> exe, int64_t bias,
+                     FileNaming naming)
+    : pid_(pid), exe_(std::move(exe)), bias_(bias), naming_(naming) {
     if (exe_) {
         for (const auto &s : exe_->symbols()) {
             if (s.size == 0 || s.vaddr == 0) {
@@ -265,7 +312,7 @@ WaitName WaitNamer::name(const Wait &w) {
         n.report = false;  // gone before it could be named, or not a file
         return n;
     }
-    n.event_name = file_event_name(path);
+    n.event_name = file_event_name(path, naming_);
     n.object_type = "FILE";
     n.object_name = path;
     switch (w.kind) {

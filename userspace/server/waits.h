@@ -55,9 +55,12 @@ struct WaitName {
     bool report = true;            // false: not a wait worth an event (a pipe, an eventfd...)
 };
 
+// Whose instrument names files get: MariaDB's or MySQL's (8.0.30+).
+enum class FileNaming { mariadb, mysql };
+
 // The event name of a file by its path, as InnoDB and the server register
 // their file instruments: "wait/io/file/innodb/innodb_log_file", ...
-std::string file_event_name(const std::string &path);
+std::string file_event_name(const std::string &path, FileNaming naming = FileNaming::mariadb);
 
 // Names the waits of one server process: lock addresses through its exported
 // global lock objects (LOCK_open, ...), otherwise through the function that
@@ -65,7 +68,8 @@ std::string file_event_name(const std::string &path);
 class WaitNamer {
   public:
     // `bias`: runtime address - file address of the server binary.
-    WaitNamer(pid_t pid, std::shared_ptr<const elf::ElfFile> exe, int64_t bias);
+    WaitNamer(pid_t pid, std::shared_ptr<const elf::ElfFile> exe, int64_t bias,
+              FileNaming naming = FileNaming::mariadb);
     WaitName name(const Wait &w);
 
   private:
@@ -75,6 +79,7 @@ class WaitNamer {
     pid_t pid_;
     std::shared_ptr<const elf::ElfFile> exe_;
     int64_t bias_;
+    FileNaming naming_;
     std::vector<const elf::Symbol *> objects_, functions_;  // sorted by address
     std::map<uint64_t, std::string> fd_paths_;
     std::map<uint64_t, std::string> symbol_cache_;

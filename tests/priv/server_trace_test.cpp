@@ -750,8 +750,10 @@ TEST_F(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
     ASSERT_FALSE(insert_st.is_null());
     EXPECT_TRUE(log_sync);
     // The row's redo, in one write or in several (InnoDB writes whole log
-    // blocks and may split them at 4 KiB).
-    EXPECT_GT(log_written, 5000u);
+    // blocks and may split them at 4 KiB): at least one whole 4 KiB write of
+    // its own; the rest may go out in another thread's group commit when the
+    // machine is busy (seen with the suite running in parallel: 4096 bytes).
+    EXPECT_GE(log_written, 4096u);
 
     // The reply of a statement goes out in it; the time before the next
     // command is idle, outside any statement.

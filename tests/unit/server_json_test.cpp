@@ -295,6 +295,11 @@ TEST_F(ServerJsonTest, WaitsOutsideStatementsAsBefore) {
     const std::string line = both(table);
     EXPECT_NE(line.find("\"NESTING_EVENT_ID\":null,\"NESTING_EVENT_TYPE\":null"),
               std::string::npos);
+    // A fetch that found no more rows carries the handler's result.
+    auto end_of_rows = table;
+    end_of_rows.wait.kind = MT_WAIT_TABLE;
+    end_of_rows.wait.ret = 137;
+    EXPECT_NE(both(end_of_rows).find(",\"handler_error\":137}"), std::string::npos);
 }
 
 }  // namespace

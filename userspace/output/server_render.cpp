@@ -650,7 +650,12 @@ void ServerRenderer::wait_line(std::string &out, const NamedWait &w, uint64_t ev
         j.null();
     }
     j.null_field("FLAGS");
-    if (w.wait.ret < 0) {
+    if (w.wait.kind == MT_WAIT_TABLE) {
+        // As in wait_json: the handler's result of a fetch that found no row.
+        if (w.wait.ret != 0) {
+            j.field("handler_error", w.wait.ret);
+        }
+    } else if (w.wait.ret < 0) {
         j.field("errno", -w.wait.ret);
     }
     j.end_object();

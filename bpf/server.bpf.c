@@ -22,6 +22,8 @@ char LICENSE[] SEC("license") = "GPL";
 // Inputs: THD layout of the traced build (server/thd_layout.h), -1 = unknown.
 const volatile __u32 target_tgid = 0;
 const volatile __s64 off_thread_id = -1;
+// The connection id is 8 bytes in MariaDB, 4 in MySQL: the bytes that count.
+const volatile __u64 thread_id_mask = ~0ull;
 const volatile __s64 off_da_errno = -1;
 const volatile __s64 off_da_sqlstate = -1;
 const volatile __s64 off_da_message = -1;
@@ -51,6 +53,11 @@ const volatile __s32 at_da_affected_rows = -1;
 const volatile __s64 off_main_da = -1;
 const volatile __s32 at_main_da_status = -1;
 const volatile __s32 at_main_da_affected_rows = -1;
+// Diagnostics_area::m_status values of this build: DA_ERROR (-1: unknown),
+// and a bit per status that reports affected rows (DA_OK, MariaDB's
+// DA_OK_BULK). Records carry MT_DA_* instead.
+const volatile __s32 da_error_status = -1;
+const volatile __u32 da_ok_statuses = 0;
 const volatile __s64 off_proc_info = -1;
 // THD::security_ctx, and in Security_context: user, host, ip (char *).
 const volatile __s64 off_security_ctx = -1;
@@ -88,6 +95,17 @@ const volatile __s64 off_query_string = -1;
 // query opens that statement (as starting_site does on MariaDB); 0: unknown.
 const volatile __u32 keep_entry_text = 0;
 const volatile __u64 starting_stage_name = 0;
+// The end probe fires once per statement, also between the statements of a
+// multi-statement query (MySQL: log_slow_statement(THD*), called by
+// dispatch_command after each), rather than once per command: a statement
+// parsed after it begins a new one. `text_at_end`: the THD's query string
+// is the statement's own text there (the slow log prints it), so SQL_TEXT
+// is read from it.
+const volatile __u32 end_per_statement = 0;
+// COM_STMT_PREPARE's text is copied at dispatch_command's entry (the end
+// comes after the reply has reused its buffer).
+const volatile __u32 copy_prepare_text = 0;
+const volatile __u32 text_at_end = 0;
 
 // Switched by userspace while tracing: exact stage probes detach after
 // --max-statements, and the records say which statements had them.
@@ -114,9 +132,6 @@ __u64 min_duration_ns = 0;
 #define COM_STMT_EXECUTE 23
 #define COM_STMT_FETCH 28
 #define COM_STMT_BULK_EXECUTE 250
-// Diagnostics_area::enum_diagnostics_status
-#define DA_OK 1
-#define DA_OK_BULK 3
 
 // The statement a thread is running: the record being built, plus its stages.
 struct thread_state {
@@ -257,8 +272,18 @@ static __always_inline void da_outcome(__u8 *g, void *thd, void *da, __u32 *stat
         affected_at = at_da_affected_rows;
     }
     *status = gathered_u32(g, status_at);
-    if (*status == DA_OK || *status == DA_OK_BULK)
+    if (*status < 32 && (da_ok_statuses & (1u << *status))) {
+        *status = MT_DA_OK;
         *affected = gathered(g, affected_at);
+    } else if (da_error_status >= 0 && *status == (__u32)da_error_status) {
+        *status = MT_DA_ERROR;
+    } else if (*status) {
+        *status = MT_DA_OTHER;
+    }
+}
+
+static __always_inline __u64 thread_id_of(void *thd) {
+    return read_u64(thd, off_thread_id) & thread_id_mask;
 }
 
 // Called by the thread itself, so it is on a CPU now; `now`: bpf_ktime_get_ns()
@@ -333,7 +358,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     st->active = 0;
     if (min_duration_ns && now - st->ev.start_ns < min_duration_ns)
         return;
-    if (only_thread_id && read_u64(thd, off_thread_id) != only_thread_id)
+    if (only_thread_id && thread_id_of(thd) != only_thread_id)
         return;
     if (mt_scratch_claim(&slot))
         return;
@@ -371,7 +396,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     read_counters(st, &ev->end, now);
 
     gather(g, thd);
-    ev->thread_id = gathered(g, at_thread_id);
+    ev->thread_id = gathered(g, at_thread_id) & thread_id_mask;
     ev->query_id = gathered(g, at_query_id);
     ev->rows_sent = gathered(g, at_sent_rows);
     ev->rows_examined = gathered(g, at_examined_rows);
@@ -380,7 +405,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     ev->error = 0;
     __builtin_memset(ev->sqlstate, 0, sizeof(ev->sqlstate));
     ev->message_len = 0;
-    if (ev->da_status >= 5) {  // DA_ERROR (DA_DISABLED reads no message)
+    if (ev->da_status == MT_DA_ERROR) {
         ev->error = read_u32(da, off_da_errno);
         if (da && off_da_sqlstate >= 0)
             bpf_probe_read_user(ev->sqlstate, 5, da + off_da_sqlstate);
@@ -415,6 +440,14 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     if (ev->command != COM_QUERY && ev->command != COM_STMT_PREPARE &&
         ev->command != COM_STMT_EXECUTE && ev->command != COM_STMT_FETCH &&
         ev->command != COM_STMT_BULK_EXECUTE) {
+        // No statement ran: the THD's row counters still hold the last
+        // statement's (MySQL resets them per statement only).
+        ev->rows_sent = 0;
+        ev->rows_examined = 0;
+    }
+    if (st->arg_len || (ev->command != COM_QUERY && ev->command != COM_STMT_PREPARE &&
+                        ev->command != COM_STMT_EXECUTE && ev->command != COM_STMT_FETCH &&
+                        ev->command != COM_STMT_BULK_EXECUTE)) {
         n = st->arg_len < max_sql ? st->arg_len : max_sql;
         if (n > MT_MAX_DB - 1)
             n = MT_MAX_DB - 1;
@@ -432,7 +465,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
         n = split_at - src;
         ev->text_len = n;
     }
-    if ((ev->command != COM_QUERY || !st->parses) && at_query_string >= 0 &&
+    if ((ev->command != COM_QUERY || !st->parses || text_at_end) && at_query_string >= 0 &&
         !(keep_entry_text && src)) {
         src = gathered(g, at_query_string);
         n = gathered(g, at_query_string + 8);
@@ -528,7 +561,7 @@ static __always_inline void begin_command(void *thd, __u32 command, const char *
     }
     begin_statement(st, thd, command, (__u64)packet, len, 0);
     if (want_accounts) {
-        send_account(st, thd, read_u64(thd, off_thread_id));
+        send_account(st, thd, thread_id_of(thd));
         // The account changes inside this command: send it again after.
         if (command == COM_CHANGE_USER)
             st->account_id = 0;
@@ -564,8 +597,10 @@ int BPF_KPROBE(server_dispatch_command_m8, void *thd, const void *com_data, __u3
     if (com_data && (command == COM_QUERY || command == COM_STMT_PREPARE ||
                      command == COM_INIT_DB))
         bpf_probe_read_user(&a, sizeof(a), com_data);
-    if (command == COM_INIT_DB)
-        begin_command(thd, command, 0, 0, (const char *)a.str, a.len);
+    // A statement to prepare is in the packet buffer, which the reply
+    // overwrites before the end: copied now (up to MT_MAX_DB - 1 bytes).
+    if (command == COM_INIT_DB || (command == COM_STMT_PREPARE && copy_prepare_text))
+        begin_command(thd, command, 0, (__u32)a.len, (const char *)a.str, a.len);
     else
         begin_command(thd, command, (const char *)a.str, (__u32)a.len, 0, 0);
     return 0;
@@ -578,8 +613,17 @@ static __always_inline void begin_parse(void *thd, const char *rawbuf, __u32 len
     __u32 command, seq;
 
     st = state_of(0);
-    if (!st || !st->active || st->thd != thd)
+    if (!st || st->thd != thd)
         return;
+    if (!st->active) {
+        // The end probe closed the previous statement of this command.
+        if (end_per_statement && st->parses) {
+            begin_statement(st, thd, st->ev.command, (__u64)rawbuf, len, st->ev.seq + 1);
+            st->ev.text_addr = (__u64)rawbuf;
+            st->parses++;
+        }
+        return;
+    }
     if (st->parses) {
         // The next statement of a multi-statement query: the previous one ends.
         struct mt_stage_mark carry;
@@ -639,7 +683,9 @@ int BPF_KPROBE(server_sql_command_m8, void *thd) {
     return 0;
 }
 
-// The end-of-command stage site of dispatch_command.
+// The end-of-command stage site of dispatch_command, or (end_per_statement)
+// a call of log_slow_statement there; cookie 1: a site after which another
+// statement of the same query follows.
 SEC("uprobe")
 int server_command_end(struct pt_regs *ctx) {
     struct thread_state *st;
@@ -648,7 +694,7 @@ int server_command_end(struct pt_regs *ctx) {
         return 0;
     st = state_of(0);
     if (st && st->active) {
-        end_statement(st, MT_STMT_ENDED, 0);
+        end_statement(st, MT_STMT_ENDED | (bpf_get_attach_cookie(ctx) == 1 ? MT_STMT_MORE : 0), 0);
         // After COM_QUIT the thread waits for a new connection: none of its
         // waits belong to this THD any more.
         if (st->ev.command == COM_QUIT)
@@ -977,7 +1023,7 @@ int BPF_PROG(server_sys_exit, struct pt_regs *regs, long ret) {
     st = state_of(0);
     if (!st || !st->sc_kind)
         return 0;
-    id = read_u64(st->thd, off_thread_id);
+    id = thread_id_of(st->thd);
     send_account(st, st->thd, id);
     ev = mt_reserve(&ring, MT_EV_SERVER_WAIT, sizeof(*ev));
     if (ev) {
@@ -1045,7 +1091,7 @@ int server_table_io_ret(struct pt_regs *ctx) {
     if (!ev)
         return 0;
     ev->start_ns = st->tio_start;
-    ev->thread_id = read_u64(st->thd, off_thread_id);
+    ev->thread_id = thread_id_of(st->thd);
     ev->handler = st->tio_handler;
     ev->ret = (__s32)PT_REGS_RC(ctx);
     ev->op = st->tio_op;

@@ -7,15 +7,15 @@ source "$(dirname "$0")/lib.sh"
 mt_need_root "$@"
 mt_build
 "$mt_root/scripts/check-format.sh"
-# The decoder under libFuzzer with ASan/UBSan, briefly: bad input must
-# never crash or hang it.
-"$mt_root/scripts/fuzz.sh" "${MYSQLTRACE_FUZZ_SECONDS:-30}"
 # The sid chroot the MySQL 9.7 tests and benchmarks run their servers
 # from: built once (~20 s) and cached, here rather than inside the first
 # test that needs it.
 chroot_start=$SECONDS
 "$mt_root/scripts/mysql-sandbox.sh" chroot
 echo "test: MySQL chroot ready in $((SECONDS - chroot_start)) s"
+# The protocol decoder and the binary analysis under libFuzzer with
+# ASan/UBSan, briefly: bad input must never crash or hang them.
+"$mt_root/scripts/fuzz.sh" "${MYSQLTRACE_FUZZ_SECONDS:-30}"
 # Benchmarks only have to run here; their numbers are read, not asserted.
 BUILD_DIR="$BUILD_DIR" "$mt_root/bench/run.sh" --smoke
 # The Debian package: built twice from one export of the tree (the builds

@@ -154,7 +154,18 @@ static int try_register(const struct mt_trace_plugin_env *env) {
     if (scratch == NULL) {
         return MT_TRACE_PLUGIN_REFUSED;
     }
-    void *done = reg(scratch, plugin);
+    void *done = NULL;
+    if (plugin == (void *)&plugin_8027) {
+        // A refused plugin is not kept: the next version may be offered.
+        plugin_8027.interface_version = MT_MYSQL_TRACE_PLUGIN_INTERFACE_VERSION_2;
+        done = reg(scratch, plugin);
+        if (done == NULL) {
+            plugin_8027.interface_version = MT_MYSQL_TRACE_PLUGIN_INTERFACE_VERSION;
+            done = reg(scratch, plugin);
+        }
+    } else {
+        done = reg(scratch, plugin);
+    }
     close_handle(scratch);
     return done != NULL ? MT_TRACE_PLUGIN_REGISTERED : MT_TRACE_PLUGIN_REFUSED;
 }

@@ -10,14 +10,19 @@
 extern "C" {
 #endif
 
-// MYSQL_CLIENT_TRACE_PLUGIN and its interface version in Oracle's client_plugin.h.
+// MYSQL_CLIENT_TRACE_PLUGIN and its interface versions in Oracle's
+// client_plugin.h: 1.0 in 5.7 and 8.0; 2.0 in 9.7 (Debian sid's 9.7.4 refuses
+// a 1.0 plugin: the library accepts only its own major version). Which
+// release moved to 2.0 is not known here, so a library with get_options is
+// offered 2.0 first, then 1.0.
 #define MT_MYSQL_CLIENT_TRACE_PLUGIN 3
 #define MT_MYSQL_TRACE_PLUGIN_INTERFACE_VERSION 0x0100
+#define MT_MYSQL_TRACE_PLUGIN_INTERFACE_VERSION_2 0x0200
 
 // The first client library version with trace plugins.
 #define MT_MYSQL_TRACE_PLUGIN_MIN_VERSION 50700
-// MySQL 8.0.27 added get_options to every client plugin's header (the same
-// interface version), which moves the trace callbacks down by one pointer.
+// MySQL 8.0.27 added get_options to every client plugin's header, which
+// moves the trace callbacks down by one pointer.
 #define MT_MYSQL_GET_OPTIONS_VERSION 80027
 
 // What registration needs from the process; a test stands in for the client

@@ -22,11 +22,12 @@
 #include "protocol/constants.h"
 #include "protocol/decode.h"
 #include "protocol/packet_stream.h"
-#include "protocol/redact.h"
+#include "sql/redact.h"
 #include "protocol/wl6226.h"
 
 using namespace mysqltrace;
 using namespace mysqltrace::protocol;
+using mysqltrace::sql::redact_sql;
 
 namespace {
 

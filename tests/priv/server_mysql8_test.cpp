@@ -76,7 +76,15 @@ TEST_F(ServerMysql8Standin, StatementsFromMysql8Arguments) {
     run("query 7 insert into t values (1), (2)");
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find("MySQL 8 symbol profile (untested against real MySQL binaries)"),
+    EXPECT_NE(r.err.find("no end-of-command stage site in this build: a return probe"),
+              std::string::npos)
+        << r.err;
+    // What the stand-in's analysis lacks is named, column by column.
+    EXPECT_NE(r.err.find("statements are traced without:\nmysqltrace:   CURRENT_SCHEMA: needs THD "
+                         "current schema: reported empty\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("ROWS_AFFECTED: needs DA affected rows, DA OK status values"),
               std::string::npos)
         << r.err;
     EXPECT_NE(r.err.find(" 0 records dropped; interrupted\n"), std::string::npos) << r.err;

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// A scripted libmariadb client for the privileged tests. It does one thing per
-// line of stdin and answers one line on stdout, so a test can attach the
+// A scripted MySQL C API client for the privileged tests. It does one thing
+// per line of stdin and answers one line on stdout, so a test can attach the
 // tracer first and then drive every protocol step deterministically.
+// It builds against libmariadb (the build's mt_client) and Oracle's
+// libmysqlclient (built by the tests against MySQL's chroot).
 //
 //   mt_client (--socket PATH | --host H --port P) --user U --password P
 //             [--database D] [--compress] [--ssl] [--local-infile] [--multi]
+//             libmysqlclient only: [--compression-algorithms zlib|zstd]
+//             [--ssl-mode DISABLED|REQUIRED|...] [--get-server-public-key]
 //
 // Commands and answers (same protocol as pymysql_client.py, mysql2_client.js):
 //   connect                      ok | error <code> <message>
@@ -16,12 +20,19 @@
 //   prepare <sql>                ok
 //   execute [<int> ...]          ok <rows>
 //   close_stmt                   ok
+//   attrs <name> <value> ...     ok   (query attributes for the next query;
+//                                      libmysqlclient's mysql_bind_param)
 //   quit                         ok   (COM_QUIT)
 //   exit                         (exits)
 #include <mysql.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(LIBMYSQL_VERSION_ID) && !defined(MARIADB_BASE_VERSION) && \
+    !defined(MARIADB_PACKAGE_VERSION)
+#define ORACLE_CLIENT 1
+#endif
 
 #define MAX_PARAMS 8
 
@@ -102,11 +113,45 @@ static void do_execute(char *args)
     printf("ok %llu\n", rows);
 }
 
+static void do_attrs(char *args)
+{
+#ifdef ORACLE_CLIENT
+    static char names_buf[MAX_PARAMS][64], values_buf[MAX_PARAMS][64];
+    static const char *names[MAX_PARAMS];
+    static unsigned long lengths[MAX_PARAMS];
+    MYSQL_BIND bind[MAX_PARAMS];
+    unsigned n = 0;
+
+    memset(bind, 0, sizeof(bind));
+    for (char *name = strtok(args, " "); name && n < MAX_PARAMS; name = strtok(NULL, " ")) {
+        char *value = strtok(NULL, " ");
+
+        snprintf(names_buf[n], sizeof(names_buf[n]), "%s", name);
+        snprintf(values_buf[n], sizeof(values_buf[n]), "%s", value ? value : "");
+        names[n] = names_buf[n];
+        lengths[n] = strlen(values_buf[n]);
+        bind[n].buffer_type = MYSQL_TYPE_STRING;
+        bind[n].buffer = values_buf[n];
+        bind[n].buffer_length = lengths[n];
+        bind[n].length = &lengths[n];
+        n++;
+    }
+    if (mysql_bind_param(db, n, bind, names))
+        db_error();
+    else
+        puts("ok");
+#else
+    (void)args;
+    answer_error(0, "query attributes need libmysqlclient");
+#endif
+}
+
 int main(int argc, char **argv)
 {
     const char *sock = NULL, *host = NULL, *user = NULL, *pass = NULL, *database = NULL;
     unsigned port = 0;
-    int compress = 0, ssl = 0, infile = 0, multi = 0;
+    int compress = 0, ssl = 0, infile = 0, multi = 0, get_key = 0;
+    const char *algorithms = NULL, *ssl_mode = NULL;
     char line[1 << 16];
 
     for (int i = 1; i < argc; i++) {
@@ -123,6 +168,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--ssl")) ssl = 1;
         else if (!strcmp(a, "--local-infile")) infile = 1;
         else if (!strcmp(a, "--multi")) multi = 1;
+        else if (!strcmp(a, "--compression-algorithms") && v) { algorithms = v; i++; }
+        else if (!strcmp(a, "--ssl-mode") && v) { ssl_mode = v; i++; }
+        else if (!strcmp(a, "--get-server-public-key")) get_key = 1;
         else {
             fprintf(stderr, "mt_client: bad argument %s\n", a);
             return 2;
@@ -147,12 +195,35 @@ int main(int argc, char **argv)
                 mysql_options(db, MYSQL_OPT_COMPRESS, NULL);
             if (infile)
                 mysql_options(db, MYSQL_OPT_LOCAL_INFILE, &one);
+#ifdef ORACLE_CLIENT
+            if (ssl || ssl_mode) {
+                static const char *modes[] = {"", "DISABLED", "PREFERRED", "REQUIRED",
+                                              "VERIFY_CA", "VERIFY_IDENTITY"};
+                unsigned mode = SSL_MODE_REQUIRED;
+
+                for (unsigned m = 1; ssl_mode && m < sizeof(modes) / sizeof(modes[0]); m++)
+                    if (!strcmp(ssl_mode, modes[m]))
+                        mode = m;
+                mysql_options(db, MYSQL_OPT_SSL_MODE, &mode);
+            }
+            if (algorithms)
+                mysql_options(db, MYSQL_OPT_COMPRESSION_ALGORITHMS, algorithms);
+            if (get_key) {
+                bool yes = 1;
+
+                mysql_options(db, MYSQL_OPT_GET_SERVER_PUBLIC_KEY, &yes);
+            }
+#else
+            (void)algorithms;
+            (void)ssl_mode;
+            (void)get_key;
             if (ssl) {
                 my_bool yes = 1, no = 0;
 
                 mysql_optionsv(db, MYSQL_OPT_SSL_ENFORCE, &yes);
                 mysql_optionsv(db, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &no);
             }
+#endif
             if (!mysql_real_connect(db, host, user, pass, database, port, sock,
                                     multi ? CLIENT_MULTI_STATEMENTS : 0))
                 db_error();
@@ -192,6 +263,8 @@ int main(int argc, char **argv)
             mysql_stmt_close(stmt);
             stmt = NULL;
             puts("ok");
+        } else if (!strcmp(line, "attrs")) {
+            do_attrs(arg);
         } else if (!strcmp(line, "quit")) {
             mysql_close(db);
             db = NULL;

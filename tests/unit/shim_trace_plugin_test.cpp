@@ -69,6 +69,9 @@ struct FakeLibrary {
     bool mariadb = false;
     bool has_register = true;
     bool refuse = false;
+    // The library's own MYSQL_CLIENT_TRACE_PLUGIN_INTERFACE_VERSION: like
+    // libmysqlclient it refuses an older one or another major version.
+    unsigned interface_version = 0x0200;
     int registered = 0;
     void *plugin = nullptr;
     void *register_handle = nullptr;
@@ -83,6 +86,10 @@ extern "C" void *fake_register(void *mysql, void *plugin) {
     lib.register_handle = mysql;
     lib.plugin = plugin;
     errno = EINVAL;  // the shim must not let this through
+    const unsigned v = static_cast<const unsigned *>(plugin)[1];
+    if (v < lib.interface_version || (v >> 8) > (lib.interface_version >> 8)) {
+        return nullptr;
+    }
     return lib.refuse ? nullptr : plugin;
 }
 extern "C" unsigned long fake_version() {
@@ -149,9 +156,9 @@ class ShimTracePlugin : public ::testing::Test {
     }
 };
 
-void expect_header(const Header &h) {
+void expect_header(const Header &h, unsigned interface_version = 0x0100) {
     EXPECT_EQ(h.type, 3);  // MYSQL_CLIENT_TRACE_PLUGIN
-    EXPECT_EQ(h.interface_version, 0x0100u);
+    EXPECT_EQ(h.interface_version, interface_version);
     ASSERT_NE(h.name, nullptr);
     EXPECT_STREQ(h.name, "mysqltrace");
     EXPECT_NE(h.author, nullptr);
@@ -194,12 +201,25 @@ void drive(void *plugin, const Callbacks &cb) {
     EXPECT_EQ(forwarded[1].event, 15);
 }
 
+TEST_F(ShimTracePlugin, Oracle97InterfaceVersion2) {
+    lib.version = 90704;
+    lib.interface_version = 0x0200;
+    EXPECT_EQ(do_register(), MT_TRACE_PLUGIN_REGISTERED);
+    EXPECT_EQ(lib.registered, 1);
+    auto *p = static_cast<Plugin8027 *>(lib.plugin);
+    ASSERT_NE(p, nullptr);
+    expect_header(p->h, 0x0200);
+    drive(p, p->cb);
+}
+
 TEST_F(ShimTracePlugin, Oracle80WithGetOptions) {
     lib.version = 80036;
+    lib.interface_version = 0x0100;
     errno = 4321;
     EXPECT_EQ(do_register(), MT_TRACE_PLUGIN_REGISTERED);
     EXPECT_EQ(errno, 4321);
-    EXPECT_EQ(lib.registered, 1);
+    // Offered 2.0 first, refused, then 1.0.
+    EXPECT_EQ(lib.registered, 2);
     // Registered through a throwaway handle, which is then closed.
     EXPECT_EQ(lib.inits, 1);
     EXPECT_EQ(lib.register_handle, &scratch_handle);
@@ -212,6 +232,7 @@ TEST_F(ShimTracePlugin, Oracle80WithGetOptions) {
 }
 
 TEST_F(ShimTracePlugin, Oracle57Layout) {
+    lib.interface_version = 0x0100;
     lib.version = 50744;
     EXPECT_EQ(do_register(), MT_TRACE_PLUGIN_REGISTERED);
     ASSERT_NE(lib.plugin, nullptr);
@@ -221,6 +242,7 @@ TEST_F(ShimTracePlugin, Oracle57Layout) {
 }
 
 TEST_F(ShimTracePlugin, LastVersionWithoutGetOptions) {
+    lib.interface_version = 0x0100;
     lib.version = 80026;
     EXPECT_EQ(do_register(), MT_TRACE_PLUGIN_REGISTERED);
     auto *p = static_cast<Plugin57 *>(lib.plugin);

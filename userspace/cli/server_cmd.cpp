@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -6,6 +7,7 @@
 
 #include "bpf/ring_set.h"
 #include "cli/command.h"
+#include "doctor/server_report.h"
 #include "output/output_file.h"
 #include "output/pfs_sql.h"
 #include "output/server_render.h"
@@ -29,6 +31,7 @@ struct ServerArgs : TraceArgs {
     double min_duration_ms = 0;
     std::string db;
     std::string user;
+    bool show_secrets = false;
 };
 
 server::StageMode stage_mode(const std::string &s) {
@@ -44,16 +47,33 @@ server::StageMode stage_mode(const std::string &s) {
 int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto target = server::resolve_server(a.pid);
     if (!target) {
-        std::cerr << "mysqltrace: " << target.error().message << "\n";
+        std::cerr << "mysqltrace: " << target.error().message;
+        // A server build the analysis does not understand: doctor names
+        // every hook and field it found or missed.
+        if (target.error().code != ESRCH && target.error().code != ENOEXEC) {
+            std::cerr << " (`mysqltrace doctor --pid " << a.pid << "` shows what this build has)";
+        }
+        std::cerr << "\n";
         return kExitFailure;
+    }
+    // A build whose layout is only partly understood: say what will be
+    // missing; nothing is guessed.
+    std::string lacking;
+    for (const auto &m : doctor::server_modes(*target)) {
+        if (!m.found && m.name.starts_with("  ")) {  // a statement column
+            std::string name = m.name;
+            name.erase(0, name.find_first_not_of(' '));
+            lacking += "\nmysqltrace:   " + name + ": " + m.detail;
+        }
+    }
+    if (!lacking.empty()) {
+        std::cerr << "mysqltrace: this build's analysis is incomplete (`mysqltrace doctor --pid "
+                  << a.pid << "` for details); statements are traced without:" << lacking << "\n";
     }
     auto mode = stage_mode(a.stages);
     const bool mysql8 = target->profile == server::ServerProfile::mysql8;
     const bool exact = mode == server::StageMode::exact || mode == server::StageMode::traps;
-    if (mysql8) {
-        std::cerr << "mysqltrace: MySQL 8 symbol profile (untested against real MySQL "
-                     "binaries): a return probe on dispatch_command ends statements\n";
-    } else if (target->end_is_return) {
+    if (target->end_is_return) {
         std::cerr << "mysqltrace: no end-of-command stage site in this build: a return probe on "
                      "dispatch_command ends statements (dearer)\n";
     }
@@ -139,6 +159,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.ring.bytes_per_cpu = a.ring_kib << 10;
     opts.waits = a.waits;
     opts.table_io = a.table_io;
+    opts.show_secrets = a.show_secrets;
     server::WaitNamer namer(a.pid, target->file, target->load_bias);
     // Accounts are sent only for what needs them: trace file names, --user.
     opts.accounts = pfs_sql || !a.user.empty();
@@ -254,6 +275,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     };
     auto stop = trace::run_loop((*tracer)->rings(), lo);
     auto flushed = (*tracer)->rings().flush();
+    (*tracer)->flush_held();
     if (trace_files) {
         trace_files->flush();
     }
@@ -335,6 +357,10 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     cmd->add_option("--max-sql", a->max_sql, "Bytes of statement text kept per statement")
         ->check(CLI::Range(0, 65536))
         ->capture_default_str();
+    cmd->add_flag("--show-secrets", a->show_secrets,
+                  "Do not redact passwords and keys in statement texts (IDENTIFIED BY, SET "
+                  "PASSWORD, MASTER_PASSWORD, AES_ENCRYPT keys, ...) and in the parse errors "
+                  "that quote them; every output redacts them by default");
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_server(*a, global); }; });
 }
 

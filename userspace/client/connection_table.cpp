@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "protocol/redact.h"
+#include "sql/redact.h"
 
 namespace mysqltrace::client {
 
@@ -355,7 +355,7 @@ void ConnectionTable::on_api(const ApiRecord &a) {
         }
         if (!a.text.empty() || a.text_len > 0) {
             std::string_view text(reinterpret_cast<const char *>(a.text.data()), a.text.size());
-            call.arg = options_.show_secrets ? std::string(text) : protocol::redact_sql(text);
+            call.arg = options_.show_secrets ? std::string(text) : sql::redact_sql(text);
             call.arg_len = a.text_len;
         }
         calls_[a.tid].push_back(std::move(call));

@@ -33,27 +33,46 @@ Result<std::unique_ptr<ElfFile>> ElfFile::open(const std::string &path) {
         return make_error(errno, "cannot open " + path);
     }
     std::unique_ptr<Elf, ElfCloser> e(elf_begin(f->fd_, ELF_C_READ_MMAP, nullptr));
-    if (!e || elf_kind(e.get()) != ELF_K_ELF) {
+    return load(std::move(f), e.get());
+}
+
+Result<std::unique_ptr<ElfFile>> ElfFile::open_memory(const std::string &name,
+                                                      std::span<uint8_t> image) {
+    if (elf_version(EV_CURRENT) == EV_NONE) {
+        return Error{0, "libelf is too old"};
+    }
+    std::unique_ptr<ElfFile> f(new ElfFile());
+    f->path_ = name;
+    f->image_ = image;
+    std::unique_ptr<Elf, ElfCloser> e(
+        elf_memory(reinterpret_cast<char *>(image.data()), image.size()));
+    return load(std::move(f), e.get());
+}
+
+Result<std::unique_ptr<ElfFile>> ElfFile::load(std::unique_ptr<ElfFile> f, Elf *elf) {
+    const std::string &path = f->path_;
+    if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
         return Error{ENOEXEC, path + " is not an ELF file"};
     }
     size_t nphdr = 0;
-    elf_getphdrnum(e.get(), &nphdr);
+    elf_getphdrnum(elf, &nphdr);
     for (size_t i = 0; i < nphdr; i++) {
         GElf_Phdr ph;
-        if (gelf_getphdr(e.get(), static_cast<int>(i), &ph) != nullptr && ph.p_type == PT_LOAD) {
+        if (gelf_getphdr(elf, static_cast<int>(i), &ph) != nullptr && ph.p_type == PT_LOAD) {
             f->segments_.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz});
         }
     }
     Elf_Scn *scn = nullptr;
-    while ((scn = elf_nextscn(e.get(), scn)) != nullptr) {
+    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
         GElf_Shdr sh;
         if (gelf_getshdr(scn, &sh) == nullptr ||
             (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || sh.sh_entsize == 0) {
             continue;
         }
         Elf_Data *data = elf_getdata(scn, nullptr);
-        size_t count = sh.sh_size / sh.sh_entsize;
-        for (size_t i = 0; data != nullptr && i < count; i++) {
+        // What the section really holds: a hostile header may claim more.
+        const size_t count = data == nullptr ? 0 : data->d_size / sh.sh_entsize;
+        for (size_t i = 0; i < count; i++) {
             GElf_Sym sym;
             if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr || sym.st_value == 0 ||
                 sym.st_shndx == SHN_UNDEF) {
@@ -63,7 +82,7 @@ Result<std::unique_ptr<ElfFile>> ElfFile::open(const std::string &path) {
             if (type != STT_FUNC && type != STT_OBJECT) {
                 continue;
             }
-            const char *name = elf_strptr(e.get(), sh.sh_link, sym.st_name);
+            const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
             if (name == nullptr || *name == '\0') {
                 continue;
             }
@@ -110,6 +129,12 @@ Result<std::vector<uint8_t>> ElfFile::read(uint64_t vaddr, size_t n) const {
     auto off = vaddr_to_offset(vaddr);
     if (!off) {
         return off.error();
+    }
+    if (fd_ < 0) {
+        const size_t from = std::min<uint64_t>(*off, image_.size());
+        const size_t len = std::min(n, image_.size() - from);
+        return std::vector<uint8_t>(image_.begin() + static_cast<ptrdiff_t>(from),
+                                    image_.begin() + static_cast<ptrdiff_t>(from + len));
     }
     std::vector<uint8_t> buf(n);
     ssize_t got = ::pread(fd_, buf.data(), n, static_cast<off_t>(*off));

@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "util/result.h"
+
+struct Elf;
 
 namespace mysqltrace::elf {
 
@@ -25,6 +28,11 @@ struct Symbol {
 class ElfFile {
   public:
     static Result<std::unique_ptr<ElfFile>> open(const std::string &path);
+    // An ELF image in memory, e.g. a mutated copy of a server binary (the
+    // binary-analysis fuzzer). `image` must outlive the ElfFile and stay
+    // writable: libelf may convert it in place.
+    static Result<std::unique_ptr<ElfFile>> open_memory(const std::string &name,
+                                                        std::span<uint8_t> image);
     ~ElfFile();
     ElfFile(const ElfFile &) = delete;
     ElfFile &operator=(const ElfFile &) = delete;
@@ -43,9 +51,12 @@ class ElfFile {
         uint64_t vaddr, offset, filesz;
     };
     ElfFile() = default;
+    // Reads the segments and symbol tables of an opened image.
+    static Result<std::unique_ptr<ElfFile>> load(std::unique_ptr<ElfFile> f, Elf *e);
 
     std::string path_;
     int fd_ = -1;
+    std::span<const uint8_t> image_;  // open_memory: the bytes, instead of fd_
     std::vector<Symbol> symbols_;
     std::vector<Segment> segments_;
 };

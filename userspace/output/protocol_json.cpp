@@ -24,6 +24,18 @@ void put(json &j, const char *key, const std::string &v) {
     }
 }
 
+// [{"name":"n1","value":"'v1'"}, ...]: a list, since names may repeat.
+void put(json &j, const char *key, const std::vector<protocol::QueryAttribute> &attrs) {
+    if (attrs.empty()) {
+        return;
+    }
+    json list = json::array();
+    for (const auto &a : attrs) {
+        list.push_back({{"name", a.name}, {"value", a.value}});
+    }
+    j[key] = std::move(list);
+}
+
 std::string line(const json &j) {
     return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -43,6 +55,7 @@ json protocol_event_json(const ProtocolEvent &ev, const ProtocolJsonOptions &opt
     put(j, "sql", ev.sql);
     put(j, "sql_bytes", ev.sql_bytes);
     put(j, "statement_id", ev.statement_id);
+    put(j, "query_attributes", ev.query_attributes);
     put(j, "bytes", ev.bytes);
     put(j, "seq", ev.seq);
     if (ev.truncated) {
@@ -92,6 +105,7 @@ json command_summary_json(const CommandSummary &s) {
     put(j, "sql", s.sql);
     put(j, "sql_bytes", s.sql_bytes);
     put(j, "statement_id", s.statement_id);
+    put(j, "query_attributes", s.query_attributes);
     j["result"] = protocol::command_result_name(s.result);
     j["rows"] = s.rows;
     j["result_sets"] = s.result_sets;

@@ -233,6 +233,12 @@ void append_command_summary_text(std::string &out, const CommandSummary &s,
         out += "; SQL: ";
         append_cut(out, *s.sql, options.max_value_chars, s.sql_bytes);
     }
+    for (size_t i = 0; i < s.query_attributes.size(); ++i) {
+        out += i == 0 ? "; query attributes: " : ", ";
+        append_escaped(out, s.query_attributes[i].name);
+        out += '=';
+        append_escaped(out, s.query_attributes[i].value);
+    }
     out += '\n';
 }
 

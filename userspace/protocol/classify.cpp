@@ -2,6 +2,7 @@
 #include "protocol/classify.h"
 
 #include <zlib.h>
+#include <zstd.h>
 
 #include <algorithm>
 
@@ -104,7 +105,7 @@ CommandFraming looks_like_command(const uint8_t *data, size_t copied, size_t tru
         true_len = copied;
     }
     // A compressed frame: 7-byte header with sequence 0 whose body holds a
-    // plain command packet, stored or deflated.
+    // plain command packet, stored, deflated or zstd-compressed.
     if (copied >= 7 + 5 && data[3] == 0) {
         uint32_t clen = le24(data);
         uint32_t ulen = le24(data + 4);
@@ -112,6 +113,18 @@ CommandFraming looks_like_command(const uint8_t *data, size_t copied, size_t tru
             if (ulen == 0) {
                 if (plain_command_at(data + 7, std::min<size_t>(copied - 7, clen), clen)) {
                     return CommandFraming::compressed;
+                }
+            } else if (data[7] == 0x28) {
+                // A zstd frame (MySQL 8's CLIENT_ZSTD_COMPRESSION_ALGORITHM).
+                uint8_t out[16];
+                if (ZSTD_DCtx *zd = ZSTD_createDCtx()) {
+                    ZSTD_inBuffer in{data + 7, std::min<size_t>(copied - 7, clen), 0};
+                    ZSTD_outBuffer o{out, sizeof(out), 0};
+                    size_t rc = ZSTD_decompressStream(zd, &o, &in);
+                    ZSTD_freeDCtx(zd);
+                    if (!ZSTD_isError(rc) && plain_command_at(out, o.pos, ulen)) {
+                        return CommandFraming::compressed;
+                    }
                 }
             } else {
                 uint8_t out[16];

@@ -598,30 +598,34 @@ std::optional<std::string> decode_local_infile_request(Bytes payload) {
 namespace {
 
 // Parameters of COM_STMT_EXECUTE (and MySQL's query attributes): NULL bitmap,
-// "types follow" flag, types, then the values of the non-NULL parameters.
-void decode_params(ByteReader &r, uint64_t count, bool with_names,
+// "types follow" flag, types (with names under CLIENT_QUERY_ATTRIBUTES), then
+// the values of the non-NULL parameters. names, when given, receives one name
+// per value. False when the bytes do not hold that many values.
+bool decode_params(ByteReader &r, uint64_t count, bool with_names,
                    std::vector<ColumnType> *bound_types, const std::vector<bool> *long_data,
-                   size_t max_value, std::vector<std::string> &out) {
+                   size_t max_value, std::vector<std::string> &out,
+                   std::vector<std::string> *names = nullptr) {
     if (count == 0 || count > 65535) {
-        return;
+        return count == 0;
     }
     auto bitmap = r.bytes((count + 7) / 8);
     uint8_t new_bound = r.u8();
     if (!r.ok()) {
-        return;
+        return false;
     }
     std::vector<ColumnType> types;
+    std::vector<std::string> type_names;
     if (new_bound) {
         for (uint64_t i = 0; i < count; ++i) {
             uint8_t type = r.u8();
             uint8_t flags = r.u8();
             types.push_back({type, (flags & 0x80) != 0});
             if (with_names) {
-                r.lenenc_str();
+                type_names.push_back(r.lenenc_str());
             }
         }
         if (!r.ok()) {
-            return;
+            return false;
         }
         if (bound_types != nullptr) {
             *bound_types = types;
@@ -629,9 +633,13 @@ void decode_params(ByteReader &r, uint64_t count, bool with_names,
     } else if (bound_types != nullptr && bound_types->size() == count) {
         types = *bound_types;
     } else {
-        return;
+        return false;
     }
+    type_names.resize(count);
     for (uint64_t i = 0; i < count; ++i) {
+        if (names != nullptr) {
+            names->push_back(type_names[i]);
+        }
         // Values sent with COM_STMT_SEND_LONG_DATA are not repeated here
         // (libmariadb also flags them NULL in the bitmap).
         if (long_data != nullptr && i < long_data->size() && (*long_data)[i]) {
@@ -644,10 +652,31 @@ void decode_params(ByteReader &r, uint64_t count, bool with_names,
         }
         auto v = decode_binary_value(r, types[i], max_value);
         if (!v) {
-            return;
+            return false;
         }
         out.push_back(std::move(*v));
     }
+    return true;
+}
+
+// COM_QUERY's attribute block under CLIENT_QUERY_ATTRIBUTES: parameter
+// count, parameter set count (always 1), then the parameters with names.
+bool decode_query_attributes(ByteReader &r, size_t max_value, std::vector<QueryAttribute> &out) {
+    uint64_t n = r.lenenc_or_fail();
+    uint64_t sets = r.lenenc_or_fail();
+    if (!r.ok() || sets != 1) {
+        return false;
+    }
+    std::vector<std::string> values;
+    std::vector<std::string> names;
+    if (!decode_params(r, n, true, nullptr, nullptr, max_value, values, &names) || !r.ok() ||
+        values.size() != n) {
+        return false;
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+        out.push_back({std::move(names[i]), std::move(values[i])});
+    }
+    return true;
 }
 
 // One row of COM_STMT_BULK_EXECUTE: an indicator byte before each value.
@@ -693,6 +722,25 @@ bool decode_bulk_row(ByteReader &r, const std::vector<ColumnType> &types, size_t
 
 }  // namespace
 
+std::optional<bool> infer_query_attributes(Bytes payload) {
+    if (payload.size() < 2 || payload[0] != com::query) {
+        return std::nullopt;
+    }
+    ByteReader r(payload.subspan(1));
+    std::vector<QueryAttribute> attrs;
+    if (payload.size() >= 3 && decode_query_attributes(r, 0, attrs)) {
+        return true;
+    }
+    // Statement text starts with a printable character, white space or a
+    // UTF-8 lead byte; the attribute block starts with its count, almost
+    // always a small number.
+    const uint8_t b = payload[1];
+    if (b >= 0x20 || b == '\t' || b == '\n' || b == '\r' || b == '\f' || b == '\v') {
+        return false;
+    }
+    return std::nullopt;
+}
+
 std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
                                       std::optional<uint16_t> param_count,
                                       std::vector<ColumnType> *param_types,
@@ -706,13 +754,11 @@ std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
     ByteReader r(payload.subspan(1));
     switch (c.code) {
         case com::query:
-            if (capabilities & cap::query_attributes) {
-                uint64_t n = r.lenenc_or_fail();
-                r.lenenc_or_fail();  // parameter set count, always 1
-                decode_params(r, n, true, nullptr, nullptr, max_value, c.params);
-                if (!r.ok()) {
-                    return c;
-                }
+            if ((capabilities & cap::query_attributes) &&
+                !decode_query_attributes(r, max_value, c.attributes)) {
+                c.attributes.clear();
+                c.attributes_undecodable = true;
+                return c;
             }
             c.sql = r.rest_str();
             break;
@@ -730,8 +776,19 @@ std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
             bool count_follows = (capabilities & cap::query_attributes) &&
                                  ((param_count && *param_count > 0) || (c.flags & 0x08));
             if (count_follows) {
+                // The count covers the statement's parameters and then the
+                // named query attributes.
                 uint64_t n = r.lenenc_or_fail();
-                decode_params(r, n, true, param_types, long_data, max_value, c.params);
+                std::vector<std::string> values;
+                std::vector<std::string> names;
+                decode_params(r, n, true, param_types, long_data, max_value, values, &names);
+                for (size_t i = 0; i < values.size(); ++i) {
+                    if (param_count && i >= *param_count && !names[i].empty()) {
+                        c.attributes.push_back({std::move(names[i]), std::move(values[i])});
+                    } else {
+                        c.params.push_back(std::move(values[i]));
+                    }
+                }
             } else if (param_count && *param_count > 0) {
                 decode_params(r, *param_count, false, param_types, long_data, max_value, c.params);
             }

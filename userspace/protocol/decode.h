@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "protocol/byte_reader.h"
+#include "protocol/event.h"
 
 namespace mysqltrace::protocol {
 
@@ -158,6 +159,12 @@ struct Command {
     uint32_t iterations = 0;
     uint32_t fetch_rows = 0;
     std::vector<std::string> params;  // decoded execute parameters (display form)
+    // CLIENT_QUERY_ATTRIBUTES: the named values sent before a COM_QUERY's
+    // text or after an execute's parameters.
+    std::vector<QueryAttribute> attributes;
+    // The attribute block before a COM_QUERY's text did not decode, so where
+    // the text starts is unknown: sql is then unset rather than guessed.
+    bool attributes_undecodable = false;
     // COM_CHANGE_USER
     std::string user;
     std::string database;
@@ -175,6 +182,12 @@ std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
                                       std::optional<uint16_t> param_count,
                                       std::vector<ColumnType> *param_types,
                                       const std::vector<bool> *long_data, size_t max_value);
+
+// For a connection whose handshake was not seen: does this COM_QUERY payload
+// start with MySQL 8's query attribute block (CLIENT_QUERY_ATTRIBUTES)?
+// true: it does and the block decodes; false: it starts with statement text;
+// nullopt: it cannot be told (too short, or a control byte that is neither).
+std::optional<bool> infer_query_attributes(Bytes payload);
 
 // "select 1" with quotes: for detail lines and row values.
 std::string quote_value(std::string_view s, size_t max_len);

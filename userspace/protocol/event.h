@@ -53,6 +53,16 @@ const char *stage_name(Stage stage);
 const char *event_name(TraceEvent event);
 
 enum class Direction : uint8_t { client_to_server, server_to_client };
+
+// A named value a client sent with a statement: MySQL 8's query attributes
+// (CLIENT_QUERY_ATTRIBUTES; `query_attributes` in the mysql CLI,
+// mysql_bind_param() in the C API). value is in display form: strings
+// quoted, numbers plain, NULL as NULL.
+struct QueryAttribute {
+    std::string name;
+    std::string value;
+    bool operator==(const QueryAttribute &) const = default;
+};
 // Where bytes were captured: the socket (wire bytes, TLS records once TLS is
 // on) or the cleartext side of the client's TLS library.
 enum class Source : uint8_t { socket, tls_cleartext };
@@ -73,7 +83,8 @@ struct ProtocolEvent {
     // (cut by the capture or by the keep limit).
     std::optional<uint64_t> sql_bytes;
     std::optional<uint32_t> statement_id;
-    std::optional<uint64_t> bytes;  // payload length of the packet (true length)
+    std::vector<QueryAttribute> query_attributes;  // sent with the statement, in order
+    std::optional<uint64_t> bytes;                 // payload length of the packet (true length)
     std::optional<uint8_t> seq;
     bool truncated = false;        // bytes of the packet were not captured
     std::vector<uint8_t> packet;   // payload prefix for hex dumps (only if asked for)
@@ -124,6 +135,7 @@ struct CommandSummary {
     std::optional<std::string> sql;
     std::optional<uint64_t> sql_bytes;  // as in ProtocolEvent
     std::optional<uint32_t> statement_id;
+    std::vector<QueryAttribute> query_attributes;
     CommandResult result = CommandResult::incomplete;
     uint64_t rows = 0;  // rows of all result sets
     uint64_t result_sets = 0;

@@ -2,6 +2,7 @@
 #include "protocol/packet_stream.h"
 
 #include <zlib.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -10,24 +11,44 @@
 
 namespace mysqltrace::protocol {
 
+// One decompressor per stream, reset at every frame: each frame is a
+// complete zlib stream or zstd frame of its own.
 struct PacketStream::Inflater {
     z_stream zs{};
     bool initialised = false;
-    bool done = false;  // the frame's zlib stream has ended
+    ZSTD_DCtx *zd = nullptr;  // created at the first zstd frame
+    bool done = false;        // the frame's zlib stream or zstd frame has ended
 
     Inflater() { initialised = inflateInit(&zs) == Z_OK; }
     ~Inflater() {
         if (initialised) {
             inflateEnd(&zs);
         }
+        ZSTD_freeDCtx(zd);
     }
+    Inflater(const Inflater &) = delete;
+    Inflater &operator=(const Inflater &) = delete;
     void reset() {
         done = false;
         if (initialised) {
             inflateReset(&zs);
         }
+        if (zd != nullptr) {
+            ZSTD_DCtx_reset(zd, ZSTD_reset_session_only);
+        }
+    }
+    bool start_zstd() {
+        if (zd == nullptr) {
+            zd = ZSTD_createDCtx();
+        }
+        return zd != nullptr;
     }
 };
+
+namespace {
+// First byte of a zstd frame's magic number (0xFD2FB528, little-endian).
+constexpr uint8_t kZstdMagic0 = 0x28;
+}  // namespace
 
 PacketStream::PacketStream(size_t max_keep) : max_keep_(max_keep) {}
 PacketStream::~PacketStream() = default;
@@ -287,6 +308,8 @@ void PacketStream::consume_frames(const uint8_t *p, size_t n, uint64_t ts_ns) {
             frame_ulen_ = fhdr_[4] | (fhdr_[5] << 8) | (fhdr_[6] << 16);
             frame_out_ = 0;
             frame_broken_ = false;
+            frame_started_ = false;
+            frame_zstd_ = false;
             in_frame_ = true;
             ++stats_.frames;
             if (frame_ulen_ != 0) {
@@ -326,6 +349,18 @@ void PacketStream::frame_payload(const uint8_t *p, size_t n, uint64_t ts_ns) {
     if (inf.done) {
         return;
     }
+    if (!frame_started_) {
+        frame_started_ = true;
+        frame_zstd_ = p[0] == kZstdMagic0;
+        if (frame_zstd_ && !inf.start_zstd()) {
+            frame_broken_ = true;
+            return;
+        }
+    }
+    if (frame_zstd_) {
+        zstd_payload(p, n, ts_ns);
+        return;
+    }
     uint8_t out[16384];
     inf.zs.next_in = const_cast<Bytef *>(p);
     inf.zs.avail_in = static_cast<uInt>(n);
@@ -351,6 +386,38 @@ void PacketStream::frame_payload(const uint8_t *p, size_t n, uint64_t ts_ns) {
             ++stats_.inflate_errors;
             return;
         } else if (produced == 0 && inf.zs.avail_in > 0 && inf.zs.avail_out > 0) {
+            frame_broken_ = true;
+            ++stats_.inflate_errors;
+            return;
+        }
+    }
+}
+
+void PacketStream::zstd_payload(const uint8_t *p, size_t n, uint64_t ts_ns) {
+    Inflater &inf = *inflater_;
+    uint8_t out[16384];
+    ZSTD_inBuffer in{p, n, 0};
+    while (in.pos < in.size && !inf.done) {
+        ZSTD_outBuffer o{out, sizeof(out), 0};
+        size_t rc = ZSTD_decompressStream(inf.zd, &o, &in);
+        // Never let a corrupt frame produce more than it announced.
+        size_t allowed = frame_out_ < frame_ulen_ ? frame_ulen_ - frame_out_ : 0;
+        size_t use = std::min(o.pos, allowed);
+        frame_out_ += use;
+        if (use > 0) {
+            feed_inner(out, use, ts_ns);
+        }
+        if (!synced_) {
+            return;
+        }
+        if (ZSTD_isError(rc) || o.pos > allowed) {
+            frame_broken_ = true;
+            ++stats_.inflate_errors;
+            return;
+        }
+        if (rc == 0) {
+            inf.done = true;
+        } else if (o.pos == 0 && in.pos < in.size) {
             frame_broken_ = true;
             ++stats_.inflate_errors;
             return;

@@ -7,12 +7,15 @@
 // the logical packet ends with the first shorter one (possibly empty), so one
 // Packet can describe more than 16 MiB.
 //
-// Compression (CLIENT_COMPRESS, switched on by the caller once the handshake
-// is over): each frame has a 7-byte header (3-byte compressed length, 1-byte
-// sequence, 3-byte uncompressed length). An uncompressed length of 0 means
-// the frame is stored as is; otherwise its body is one zlib stream. The
-// frames carry a byte stream of ordinary packets that need not be aligned to
-// frame boundaries, so decompressed bytes feed the same packet parser.
+// Compression (CLIENT_COMPRESS or MySQL 8's CLIENT_ZSTD_COMPRESSION_ALGORITHM,
+// switched on by the caller once the handshake is over): each frame has a
+// 7-byte header (3-byte compressed length, 1-byte sequence, 3-byte
+// uncompressed length). An uncompressed length of 0 means the frame is stored
+// as is; otherwise its body is one zlib stream or one zstd frame, told apart
+// by its first byte (zstd's magic starts with 0x28; zlib's header, as every
+// MySQL and MariaDB build writes it, with 0x78). The frames carry a byte
+// stream of ordinary packets that need not be aligned to frame boundaries, so
+// decompressed bytes feed the same packet parser.
 //
 // Gaps: the capture may say "N more bytes existed here but were not copied".
 // They are skipped by length: a packet whose payload lost bytes is delivered
@@ -127,6 +130,7 @@ class PacketStream {
     void consume_frames(const uint8_t *p, size_t n, uint64_t ts_ns);
     void frames_gap(uint64_t n, uint64_t ts_ns, uint64_t at);
     void frame_payload(const uint8_t *p, size_t n, uint64_t ts_ns);
+    void zstd_payload(const uint8_t *p, size_t n, uint64_t ts_ns);
     void end_frame(uint64_t ts_ns);
     void feed_inner(const uint8_t *p, size_t n, uint64_t ts_ns);
     // at: stream offset of the first unframed byte (in a compressed stream,
@@ -164,6 +168,8 @@ class PacketStream {
     uint32_t frame_ulen_ = 0;
     uint64_t frame_out_ = 0;
     bool frame_broken_ = false;
+    bool frame_started_ = false;  // the body's first byte (which codec) was seen
+    bool frame_zstd_ = false;
     std::unique_ptr<Inflater> inflater_;
 };
 

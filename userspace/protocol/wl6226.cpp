@@ -5,7 +5,6 @@
 #include <cstdio>
 
 #include "protocol/constants.h"
-#include "protocol/redact.h"
 #include "protocol/wl6226_util.h"
 
 namespace mysqltrace::protocol {
@@ -21,49 +20,6 @@ namespace {
 // left open and inferred from the replies (see infer_deprecate_eof).
 constexpr uint64_t kAssumedCaps = cap::protocol_41 | cap::transactions | cap::secure_connection |
                                   cap::plugin_auth | cap::multi_results | cap::ps_multi_results;
-
-uint32_t le24(const uint8_t *p) {
-    return p[0] | (p[1] << 8) | (p[2] << 16);
-}
-uint32_t le32(const uint8_t *p) {
-    return le24(p) | (static_cast<uint32_t>(p[3]) << 24);
-}
-
-Stage stage_after_send(uint8_t code) {
-    switch (code) {
-        case com::stmt_prepare:
-            return Stage::wait_for_ps_description;
-        case com::stmt_fetch:
-        case com::binlog_dump:
-        case com::binlog_dump_gtid:
-        case com::table_dump:
-            // Replication streams are sequences of 0x00-led event packets
-            // ended by EOF or ERR: read like rows.
-            return Stage::wait_for_row;
-        case com::field_list:
-            return Stage::wait_for_field_def;
-        case com::statistics:
-            return Stage::wait_for_packet;
-        case com::change_user:
-            return Stage::authenticate;
-        case com::quit:
-        case com::stmt_close:
-        case com::stmt_send_long_data:
-        case com::register_slave:
-            return Stage::ready_for_command;
-        default:
-            return Stage::wait_for_result;
-    }
-}
-
-bool has_no_reply(uint8_t code) {
-    return stage_after_send(code) == Stage::ready_for_command;
-}
-
-bool names_statement(uint8_t code) {
-    return code == com::stmt_execute || code == com::stmt_bulk_execute || code == com::stmt_fetch ||
-           code == com::stmt_close || code == com::stmt_reset || code == com::stmt_send_long_data;
-}
 
 }  // namespace
 
@@ -475,7 +431,7 @@ void ConnectionTracer::resync_at_command(CommandFraming framing, Source src, con
 }
 
 void ConnectionTracer::enable_compression() {
-    if ((caps() & cap::compress) == 0) {
+    if ((caps() & (cap::compress | cap::zstd_compression)) == 0) {
         return;
     }
     Source src = tls_ ? Source::tls_cleartext : Source::socket;
@@ -563,6 +519,10 @@ void ConnectionTracer::attach_packet(ProtocolEvent &ev, const Packet &p, bool se
     if (!options_.keep_packets) {
         return;
     }
+    // What answers a statement with secrets may quote them (a column named
+    // after its expression, a parse error): no dump of it either.
+    const PendingCommand *h = head();
+    secret = secret || (h != nullptr && h->sql_redacted);
     if (secret && !options_.show_secrets) {
         ev.packet_redacted = true;
         return;
@@ -618,6 +578,7 @@ void ConnectionTracer::activate_head() {
     prepared_id_.reset();
     if (h->code == com::change_user) {
         change_user_auth_ = true;
+        sha2_step_ = Sha2Step::none;
         auth_writes_ = 1;
         // The server closes every prepared statement of the session.
         statements_.clear();
@@ -686,368 +647,6 @@ void ConnectionTracer::flush_commands(CommandResult result, uint64_t ts_ns) {
     in_prepare_ = false;
     prepared_id_.reset();
     change_user_auth_ = false;
-}
-
-void ConnectionTracer::handle_client_packet(Packet &p, const Ctx &ctx) {
-    PendingCommand *h = head();
-    switch (stage_) {
-        case Stage::authenticate:
-            handle_auth_client_packet(p, ctx);
-            return;
-        case Stage::file_request: {
-            if (h != nullptr) {
-                h->summary.bytes_sent += p.wire_bytes;
-            }
-            ProtocolEvent ev =
-                packet_event(TraceEvent::send_file, Stage::file_request, p, ctx, p.ts_first_ns);
-            if (h != nullptr) {
-                ev.command = h->code;
-                ev.command_name = h->summary.command_name;
-            }
-            attach_packet(ev, p, false);
-            emit(ev);
-            ProtocolEvent sent =
-                packet_event(TraceEvent::packet_sent, Stage::file_request, p, ctx, p.ts_last_ns);
-            sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
-            if (p.length == 0) {
-                sent.details.push_back("File transfer done");
-            }
-            emit(sent);
-            if (p.length == 0) {
-                stage_ = Stage::wait_for_result;
-                if (h != nullptr) {
-                    h->wait_start_ns = p.ts_last_ns;
-                }
-            }
-            return;
-        }
-        case Stage::connecting:
-        case Stage::wait_for_init_packet: {
-            ProtocolEvent ev = packet_event(TraceEvent::packet_sent, stage_, p, ctx, p.ts_last_ns);
-            ev.details.push_back("client sent a packet before the server greeting");
-            attach_packet(ev, p, true);
-            emit(ev);
-            return;
-        }
-        case Stage::ssl_negotiation:
-        case Stage::disconnected:
-            return;
-        default:
-            handle_command(p, ctx);
-            return;
-    }
-}
-
-void ConnectionTracer::handle_auth_client_packet(Packet &p, const Ctx &ctx) {
-    PendingCommand *h = head();
-    if (h != nullptr) {
-        h->summary.bytes_sent += p.wire_bytes;
-        h->wait_start_ns = p.ts_last_ns;
-    }
-    if (change_user_auth_ || auth_writes_ > 0) {
-        ProtocolEvent ev =
-            packet_event(TraceEvent::send_auth_data, Stage::authenticate, p, ctx, p.ts_first_ns);
-        if (options_.show_secrets) {
-            ev.details.push_back("Auth data: " + to_hex(p.payload));
-        } else {
-            ev.details.push_back("Auth data: " + std::to_string(p.length) + " bytes");
-        }
-        attach_packet(ev, p, true);
-        emit(ev);
-        ProtocolEvent sent =
-            packet_event(TraceEvent::packet_sent, Stage::authenticate, p, ctx, p.ts_last_ns);
-        sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
-        emit(sent);
-        ++auth_writes_;
-        return;
-    }
-
-    auto hr = decode_handshake_response(p.payload);
-    auto announce = [&](const std::string &plugin) {
-        if (plugin.empty() || plugin == announced_plugin_) {
-            return;
-        }
-        announced_plugin_ = plugin;
-        ProtocolEvent ev = make_event(TraceEvent::auth_plugin, stage_, p.ts_first_ns, ctx);
-        ev.auth_plugin = plugin;
-        ev.details.push_back("Using authentication plugin: " + plugin);
-        emit(ev);
-    };
-    std::string fallback_plugin =
-        greeting_plugin_.empty() ? std::string("mysql_native_password") : greeting_plugin_;
-
-    if (hr && hr->ssl_request) {
-        client_caps_ = hr->capabilities;
-        announce(fallback_plugin);
-        ProtocolEvent ev =
-            packet_event(TraceEvent::send_ssl_request, Stage::authenticate, p, ctx, p.ts_first_ns);
-        ev.details.push_back("SSL request; client capabilities: " + hex64(hr->capabilities));
-        attach_packet(ev, p, false);
-        emit(ev);
-        stage_ = Stage::ssl_negotiation;
-        ProtocolEvent sent =
-            packet_event(TraceEvent::packet_sent, Stage::ssl_negotiation, p, ctx, p.ts_last_ns);
-        sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
-        emit(sent);
-        ProtocolEvent connect =
-            make_event(TraceEvent::ssl_connect, Stage::ssl_negotiation, p.ts_last_ns, ctx);
-        emit(connect);
-        return;
-    }
-
-    ProtocolEvent ev =
-        packet_event(TraceEvent::send_auth_response, Stage::authenticate, p, ctx, p.ts_first_ns);
-    if (hr) {
-        client_caps_ = hr->capabilities;
-        handshake_seen_ = true;
-        deprecate_eof_ = (caps() & cap::deprecate_eof) != 0;
-        announce(hr->auth_plugin.empty() ? fallback_plugin : hr->auth_plugin);
-        ev.user = hr->user;
-        ev.database = hr->database;
-        ev.auth_plugin = announced_plugin_;
-        ev.details.push_back("User: " + hr->user);
-        if (!hr->database.empty()) {
-            ev.details.push_back("Database: " + hr->database);
-        }
-        if (options_.show_secrets) {
-            ev.details.push_back("Auth response: " + to_hex(hr->auth_response));
-        } else {
-            ev.details.push_back("Auth response: " + std::to_string(hr->auth_response.size()) +
-                                 " bytes");
-        }
-        ev.details.push_back("Client capabilities: " + hex64(hr->capabilities));
-        if (!hr->attributes.empty()) {
-            std::vector<std::string> attrs;
-            for (const auto &[k, v] : hr->attributes) {
-                attrs.push_back(k + "=" + v);
-            }
-            ev.details.push_back("Connection attributes: " + join(attrs, ", "));
-        }
-    } else {
-        announce(fallback_plugin);
-        ev.details.push_back("handshake response not decodable");
-    }
-    attach_packet(ev, p, true);
-    emit(ev);
-    ProtocolEvent sent =
-        packet_event(TraceEvent::packet_sent, Stage::authenticate, p, ctx, p.ts_last_ns);
-    sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
-    emit(sent);
-    auth_writes_ = 1;
-}
-
-void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
-    if (server_lost_) {
-        end_lost_reply();
-    }
-    // A prepare whose reply may or may not end with an EOF: the client moving
-    // on proves there is none (CLIENT_DEPRECATE_EOF).
-    if (head() != nullptr && !deprecate_eof_ && in_prepare_ &&
-        ((stage_ == Stage::wait_for_field_def && col_remaining_ == 0) ||
-         (stage_ == Stage::wait_for_param_def && param_remaining_ == 0 && prep_columns_ == 0))) {
-        deprecate_eof_ = true;
-        complete_head(CommandResult::ok, p.ts_first_ns);
-    }
-
-    std::optional<uint16_t> param_count;
-    std::vector<ColumnType> *param_types = nullptr;
-    std::vector<bool> *long_data = nullptr;
-    Statement *stmt = nullptr;
-    if (p.payload.size() >= 5 && names_statement(p.payload[0])) {
-        uint32_t id = le32(p.payload.data() + 1);
-        auto it = statements_.find(id);
-        if (it != statements_.end()) {
-            stmt = &it->second;
-            param_count = it->second.params;
-            param_types = &it->second.param_types;
-            long_data = &it->second.long_data;
-        }
-    }
-    auto cmd = decode_command(p.payload, caps(), param_count, param_types, long_data,
-                              options_.max_value_len);
-    if (!cmd) {
-        ProtocolEvent ev =
-            packet_event(TraceEvent::packet_sent, Stage::ready_for_command, p, ctx, p.ts_last_ns);
-        ev.details.push_back(p.length == 0 ? "empty packet where a command was expected"
-                                           : "command packet contents not captured");
-        emit(ev);
-        return;
-    }
-    ++stats_.commands;
-
-    PendingCommand pc;
-    pc.code = cmd->code;
-    pc.after_send = stage_after_send(cmd->code);
-    pc.wait_start_ns = p.ts_last_ns;
-    CommandSummary &sum = pc.summary;
-    sum.conn = conn_;
-    sum.pid = ctx.pid;
-    sum.tid = ctx.tid;
-    sum.ts_start_ns = p.ts_first_ns;
-    sum.command = cmd->code;
-    sum.command_name = cmd->name;
-    sum.statement_id = cmd->statement_id;
-    sum.bytes_sent = p.wire_bytes;
-
-    bool secret = cmd->code == com::change_user;
-    std::optional<std::string> sql;
-    if (cmd->sql) {
-        if (options_.show_secrets) {
-            sql = *cmd->sql;
-        } else {
-            bool changed = false;
-            sql = redact_sql(*cmd->sql, &changed);
-            secret = secret || changed;
-        }
-    }
-    // How long the statement really is, when only its start is here.
-    std::optional<uint64_t> sql_bytes;
-    if (sql && p.truncated() && p.length_known && p.length > 0) {
-        sql_bytes = p.length - 1;
-    }
-    sum.sql = sql;
-    sum.sql_bytes = sql_bytes;
-    if (stmt != nullptr && !sql) {
-        sum.sql = stmt->sql;
-        sum.sql_bytes = stmt->sql_bytes;
-    }
-    if (stmt != nullptr) {
-        // Long data belongs to the next execute; a reset discards it.
-        if (cmd->code == com::stmt_send_long_data) {
-            if (stmt->long_data.size() <= cmd->param_id) {
-                stmt->long_data.resize(cmd->param_id + 1u);
-            }
-            stmt->long_data[cmd->param_id] = true;
-        } else if (cmd->code == com::stmt_execute || cmd->code == com::stmt_reset) {
-            stmt->long_data.clear();
-        }
-    }
-
-    ProtocolEvent ev =
-        packet_event(TraceEvent::send_command, Stage::ready_for_command, p, ctx, p.ts_first_ns);
-    ev.command = cmd->code;
-    ev.command_name = cmd->name;
-    ev.sql = sql;
-    ev.sql_bytes = sql_bytes;
-    ev.statement_id = cmd->statement_id;
-    std::string label = cmd->name.substr(4);  // without "COM_"
-    switch (cmd->code) {
-        case com::query:
-        case com::stmt_prepare:
-            ev.details.push_back(label + ": " + sql.value_or(""));
-            // How much the capture kept depends on how the kernel split the
-            // client's writes; the statement's length does not, so only the
-            // latter is said (the keep limit, a setting, is predictable).
-            if (!p.length_known) {
-                ev.details.push_back(
-                    "statement cut by the capture; its length is unknown "
-                    "(at least " +
-                    std::to_string(p.length - 1) + " bytes)");
-            } else if (p.truncated() && p.gap) {
-                ev.details.push_back("statement cut by the capture; its length is " +
-                                     std::to_string(p.length - 1) + " bytes");
-            } else if (p.truncated()) {
-                ev.details.push_back("statement longer than the keep limit: " +
-                                     std::to_string(p.payload.size() - 1) + " of " +
-                                     std::to_string(p.length - 1) + " bytes kept");
-            }
-            if (!cmd->params.empty()) {
-                ev.details.push_back("Query attributes: " + join(cmd->params, ", "));
-            }
-            break;
-        case com::stmt_execute:
-        case com::stmt_bulk_execute:
-        case com::stmt_fetch:
-        case com::stmt_close:
-        case com::stmt_reset:
-        case com::stmt_send_long_data: {
-            std::string line = label + ": ";
-            if (cmd->statement_id == 0xFFFFFFFFu) {
-                // MariaDB's "the statement prepared just before" (sent together).
-                line += "-1 (the statement prepared just before)";
-            } else {
-                line += std::to_string(cmd->statement_id.value_or(0));
-            }
-            if (cmd->code == com::stmt_fetch) {
-                line += ", rows: " + std::to_string(cmd->fetch_rows);
-            } else if (cmd->code == com::stmt_bulk_execute && cmd->iterations > 0) {
-                line += ", rows: " + std::to_string(cmd->iterations);
-            } else if (cmd->code == com::stmt_send_long_data) {
-                // The decoder sees only the captured bytes; the packet knows
-                // its true length.
-                uint64_t data_len = p.length >= 7 ? p.length - 7 : cmd->data_len;
-                line += ", parameter " + std::to_string(cmd->param_id) + ", " +
-                        (p.length_known ? "" : "at least ") + std::to_string(data_len) + " bytes";
-            }
-            ev.details.push_back(line);
-            if (stmt != nullptr && stmt->sql) {
-                ev.details.push_back("Statement: " + *stmt->sql);
-            }
-            if (!cmd->params.empty()) {
-                ev.details.push_back("Parameters: " + join(cmd->params, ", "));
-            }
-            break;
-        }
-        case com::change_user:
-            ev.user = cmd->user;
-            ev.database = cmd->database;
-            ev.auth_plugin = cmd->auth_plugin;
-            ev.details.push_back("CHANGE_USER: " + cmd->user);
-            if (!cmd->database.empty()) {
-                ev.details.push_back("Database: " + cmd->database);
-            }
-            if (options_.show_secrets) {
-                ev.details.push_back("Auth response: " + to_hex(cmd->auth_response));
-            } else {
-                ev.details.push_back("Auth response: " + std::to_string(cmd->auth_response_len) +
-                                     " bytes");
-            }
-            break;
-        default:
-            ev.details.push_back(cmd->argument.empty() ? label : label + ": " + cmd->argument);
-            break;
-    }
-    attach_packet(ev, p, secret);
-
-    if (cmd->code == com::change_user && !cmd->auth_plugin.empty()) {
-        // libmysql picks the plugin before it sends COM_CHANGE_USER.
-        announced_plugin_ = cmd->auth_plugin;
-        ProtocolEvent ap =
-            make_event(TraceEvent::auth_plugin, Stage::ready_for_command, p.ts_first_ns, ctx);
-        ap.auth_plugin = cmd->auth_plugin;
-        ap.details.push_back("Using authentication plugin: " + cmd->auth_plugin);
-        emit(ap);
-    }
-    emit(ev);
-    ProtocolEvent sent =
-        packet_event(TraceEvent::packet_sent, Stage::ready_for_command, p, ctx, p.ts_last_ns);
-    sent.command = cmd->code;
-    sent.command_name = cmd->name;
-    sent.details.push_back(p.length_known ? "packet sent: " + std::to_string(p.length) + " bytes"
-                                          : "packet sent: at least " + std::to_string(p.length) +
-                                                " bytes (the capture lost where it ends)");
-    emit(sent);
-
-    if (has_no_reply(cmd->code)) {
-        sum.result = CommandResult::no_reply;
-        sum.ts_end_ns = p.ts_last_ns;
-        if (cmd->code == com::stmt_close && cmd->statement_id) {
-            statements_.erase(*cmd->statement_id);
-        }
-        if (on_summary_) {
-            on_summary_(sum);
-        }
-        return;
-    }
-    commands_.push_back(std::move(pc));
-    if (commands_.size() == 1) {
-        activate_head();
-    } else if (commands_.size() > options_.max_pending_commands) {
-        // More unanswered commands than any client pipelines: the replies
-        // were not understood. Give up on the oldest.
-        commands_.pop_front();
-        activate_head();
-    }
 }
 
 }  // namespace mysqltrace::protocol

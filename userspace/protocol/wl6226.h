@@ -130,6 +130,7 @@ class ConnectionTracer {
         uint8_t code = 0;
         Stage after_send = Stage::ready_for_command;
         uint64_t wait_start_ns = 0;  // client waiting since; 0 when not
+        bool sql_redacted = false;   // its statement had secrets: so may its parse error
         CommandSummary summary;
     };
     struct Ctx {
@@ -205,6 +206,9 @@ class ConnectionTracer {
     void end_lost_reply();
     void enable_compression();
     uint64_t caps() const;  // negotiated, or assumed when the handshake was not seen
+    // caps() for decoding this command packet, with CLIENT_QUERY_ATTRIBUTES
+    // inferred from it when the handshake was not seen.
+    uint64_t command_caps(const Packet &p);
     void remember_statement(uint32_t id, Statement st);
 
     uint64_t conn_;
@@ -237,11 +241,20 @@ class ConnectionTracer {
     uint64_t server_caps_ = 0;
     uint64_t client_caps_ = 0;
     std::optional<bool> deprecate_eof_;
+    // CLIENT_QUERY_ATTRIBUTES: from the handshake, or inferred from the first
+    // COM_QUERY (or execute) of a connection joined mid-stream.
+    std::optional<bool> query_attributes_;
     std::string greeting_plugin_;
     std::string announced_plugin_;
     std::string server_version_;
     uint32_t server_conn_id_ = 0;
     int auth_writes_ = 0;  // client packets sent in the current auth exchange
+    // caching_sha2_password's full authentication: what the client's next
+    // auth data is (the password in clear over a secure transport, a request
+    // for the server's RSA key, or the password encrypted with that key).
+    enum class Sha2Step : uint8_t { none, full_auth, key_received };
+    Sha2Step sha2_step_ = Sha2Step::none;
+    std::string describe_sha2_data(const Packet &p);
     bool change_user_auth_ = false;
 
     // Commands and the reply being read.

@@ -7,6 +7,7 @@
 #include "protocol/constants.h"
 #include "protocol/wl6226.h"
 #include "protocol/wl6226_util.h"
+#include "sql/redact.h"
 
 namespace mysqltrace::protocol {
 
@@ -15,18 +16,23 @@ using detail::join;
 using detail::kMaxColumns;
 
 void ConnectionTracer::fill_error(ProtocolEvent &ev, const ErrPacket &err) {
+    PendingCommand *h = head();
+    std::string message = err.message;
+    if (h != nullptr && h->sql_redacted) {
+        sql::redact_error_message(&message);
+    }
     ev.error_code = err.code;
     ev.sqlstate = err.sqlstate;
-    ev.error_message = err.message;
+    ev.error_message = message;
     if (err.sqlstate.empty()) {
-        ev.details.push_back("Server error " + std::to_string(err.code) + ": " + err.message);
+        ev.details.push_back("Server error " + std::to_string(err.code) + ": " + message);
     } else {
         ev.details.push_back("Server error " + std::to_string(err.code) + " (" + err.sqlstate +
-                             "): " + err.message);
+                             "): " + message);
     }
-    if (PendingCommand *h = head()) {
+    if (h != nullptr) {
         h->summary.error_code = err.code;
-        h->summary.error_message = err.message;
+        h->summary.error_message = std::move(message);
     }
 }
 
@@ -212,6 +218,7 @@ void ConnectionTracer::server_init_packet(Packet &p, ProtocolEvent &ev) {
             stage_ = Stage::authenticate;
             auth_writes_ = 0;
             change_user_auth_ = false;
+            sha2_step_ = Sha2Step::none;
             return;
         }
     }
@@ -273,6 +280,7 @@ void ConnectionTracer::server_authenticate(Packet &p, ProtocolEvent &ev) {
             ev.details.push_back("Auth switch request: plugin " + plugin + ", " +
                                  std::to_string(sw ? sw->data_len : 0) + " bytes of data");
             emit(ev);
+            sha2_step_ = Sha2Step::none;
             if (!plugin.empty()) {
                 announced_plugin_ = plugin;
                 ProtocolEvent ap =
@@ -286,11 +294,20 @@ void ConnectionTracer::server_authenticate(Packet &p, ProtocolEvent &ev) {
         case 0x01: {
             attach_packet(ev, p, true);
             std::string line = "Auth more data: " + std::to_string(p.length - 1) + " bytes";
-            // caching_sha2_password's one-byte verdicts.
+            // caching_sha2_password's one-byte verdicts, and the public key
+            // it sends a client that asked for it (PEM, not a secret).
+            static constexpr std::string_view kPem = "-----BEGIN PUBLIC KEY-----";
+            const std::string_view body(reinterpret_cast<const char *>(p.payload.data()) + 1,
+                                        p.payload.size() - 1);
             if (p.length == 2 && p.payload.size() == 2 && p.payload[1] == 3) {
                 line += " (fast authentication succeeded)";
+                sha2_step_ = Sha2Step::none;
             } else if (p.length == 2 && p.payload.size() == 2 && p.payload[1] == 4) {
                 line += " (full authentication required)";
+                sha2_step_ = Sha2Step::full_auth;
+            } else if (body.starts_with(kPem)) {
+                line += " (the server's RSA public key)";
+                sha2_step_ = Sha2Step::key_received;
             }
             ev.details.push_back(line);
             emit(ev);
@@ -460,6 +477,10 @@ void ConnectionTracer::server_field_def(Packet &p, ProtocolEvent &ev) {
             result_types_.push_back({def->type, (def->flags & kColumnFlagUnsigned) != 0});
         }
         std::string name = def->table.empty() ? def->name : def->table + "." + def->name;
+        // An expression's column is named by its text: SELECT AES_ENCRYPT(x, 'key').
+        if (!options_.show_secrets) {
+            sql::redact_in_place(&name);
+        }
         ev.details.push_back("Field: " + name + " " + field_type_name(def->type));
     } else {
         if (room) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Small formatting helpers shared by the two halves of the stage machine
-// (wl6226.cpp: connection and client side; wl6226_server.cpp: replies).
+// Small formatting helpers shared by the parts of the stage machine
+// (wl6226.cpp: the connection; wl6226_client.cpp: what the client sends;
+// wl6226_server.cpp: replies).
 #pragma once
 
 #include "util/hex.h"

@@ -156,6 +156,7 @@ bool decode_statement(std::span<const uint8_t> record, Statement *out) {
         }
         s.text_len = static_cast<uint32_t>(s.text.size());
     }
+    s.text_cut = s.text.size() < s.text_len;
     return true;
 }
 

@@ -58,6 +58,7 @@ struct Statement {
     uint32_t da_status = 0;
     std::string sqlstate, message, db, text;
     uint32_t text_len = 0;  // true length (text may be cut to --max-sql)
+    bool text_cut = false;  // text is shorter than text_len (redaction may change its size)
     uint64_t rows_sent = 0, rows_examined = 0, rows_affected = 0;
     TaskCounters begin, end;
     std::vector<StageMark> stages;
@@ -66,8 +67,8 @@ struct Statement {
     uint32_t samples_lost = 0;
     uint32_t sample_period_us = 0;
 
-    bool failed() const { return da_status == 5; }
-    bool truncated() const { return text.size() < text_len; }
+    bool failed() const { return da_status == MT_DA_ERROR; }
+    bool truncated() const { return text_cut; }
 };
 
 // Decodes one ring record; false when it is not a well-formed statement.

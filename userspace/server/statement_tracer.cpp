@@ -2,13 +2,16 @@
 #include "server/statement_tracer.h"
 
 #include <linux/perf_event.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 
 #include <bpf/libbpf.h>
@@ -19,19 +22,30 @@
 #include "mysqltrace/abi/event.h"
 #include "proc/maps.h"
 #include "server.skel.h"
+#include "server/hooks.h"
 #include "server/read_plan.h"
+#include "sql/redact.h"
 
 namespace mysqltrace::server {
 
 namespace {
 
-// MariaDB 10.x entry points.
-constexpr const char *kDispatch = "_Z16dispatch_command19enum_server_commandP3THDPcjb";
-constexpr const char *kParse = "_Z11mysql_parseP3THDPcjP12Parser_state";
-// MySQL 8.0/8.4 (a symbol profile, untested against Oracle's binaries).
+// Entry points, as the start of their mangled names: the arguments that
+// matter come first, later ones vary between versions.
+// MariaDB 10.x/11.x: dispatch_command(enum_server_command, THD*, char*, ...),
+// mysql_parse(THD*, char*, ...).
+constexpr const char *kDispatch = "_Z16dispatch_command19enum_server_commandP3THDPc";
+constexpr const char *kParse = "_Z11mysql_parseP3THDPc";
+// MySQL 8.0 and later: dispatch_command(THD*, const COM_DATA*,
+// enum_server_command), dispatch_sql_command(THD*, Parser_state*[, bool])
+// (8.0.22+; 9.7 adds the bool), mysql_parse(THD*, Parser_state*...) before.
 constexpr const char *kDispatch8 = "_Z16dispatch_commandP3THDPK8COM_DATA19enum_server_command";
-constexpr const char *kSqlCommand8 = "_Z20dispatch_sql_commandP3THDP12Parser_state";  // 8.0.22+
-constexpr const char *kParse8 = "_Z11mysql_parseP3THDP12Parser_state";                // before
+constexpr const char *kSqlCommand8 = "_Z20dispatch_sql_commandP3THDP12Parser_state";
+constexpr const char *kParse8 = "_Z11mysql_parseP3THDP12Parser_state";
+// log_slow_statement(THD*): dispatch_command calls it once each statement is
+// done and answered, with the statement's text, schema, outcome and rows
+// still in the THD (the slow log prints them); both servers export it.
+constexpr const char *kLogSlowStatement = "_Z18log_slow_statementP3THD";
 // The stage dispatch_command enters once the command is done and answered.
 constexpr const char *kEndStage = "stage_cleaning_up";
 // The handler row methods every storage engine's reads and writes go
@@ -100,9 +114,28 @@ Result<int64_t> load_bias(pid_t pid, const elf::ElfFile &file, const elf::Symbol
         return make_error(errno, "cannot read " + exe_link);
     }
     real[n] = 0;
+    auto holds = [&](const proc::Mapping &m) {
+        return *off >= m.file_offset && *off < m.file_offset + (m.end - m.start);
+    };
     for (const auto &m : *maps) {
-        if (m.path == real && *off >= m.file_offset && *off < m.file_offset + (m.end - m.start)) {
+        if (m.path == real && holds(m)) {
             return static_cast<int64_t>(m.start + (*off - m.file_offset) - sym.vaddr);
+        }
+    }
+    // A server in another mount namespace or chroot: its maps name the
+    // binary as it sees it. The same file is the same inode.
+    struct stat exe {};
+    if (::stat(exe_link.c_str(), &exe) == 0) {
+        for (const auto &m : *maps) {
+            char mf[96];
+            std::snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", pid,
+                          static_cast<unsigned long long>(m.start),
+                          static_cast<unsigned long long>(m.end));
+            struct stat st {};
+            if (!m.path.empty() && holds(m) && ::stat(mf, &st) == 0 && st.st_dev == exe.st_dev &&
+                st.st_ino == exe.st_ino) {
+                return static_cast<int64_t>(m.start + (*off - m.file_offset) - sym.vaddr);
+            }
         }
     }
     return Error{ENOENT, std::string("cannot find ") + real + " in the memory map of pid " +
@@ -216,45 +249,86 @@ uint64_t starting_stage_name(const ServerTarget &t) {
     return name;
 }
 
+// Where statements end when dispatch_command has no end-of-command stage
+// site: its calls of log_slow_statement(THD*) (emulated `call rel32`), or
+// else the entry of log_slow_statement when it is cheap to probe. Empty
+// when neither can be probed without single-stepping.
+// `more`: per site, whether the statement hook `statement` is called after
+// it before dispatch_command returns (the multi-statement loop's site).
+std::vector<elf::ProbeSite> log_slow_statement_sites(const elf::ElfFile &f,
+                                                     const elf::Symbol &dispatch,
+                                                     const std::string &symbol,
+                                                     const std::string &statement,
+                                                     std::vector<bool> *more) {
+    auto callee = f.find(symbol);
+    auto stmt = f.find(statement);
+    auto base = f.vaddr_to_offset(dispatch.vaddr);
+    more->clear();
+    if (!callee || !stmt || !base) {
+        return {};
+    }
+    auto cheap = [](const elf::ProbeSite &s) {
+        return s.cost == elf::ProbeCost::emulated || s.cost == elf::ProbeCost::optimized;
+    };
+    auto sites = call_sites(f, dispatch, *callee);
+    if (!sites.empty() && std::all_of(sites.begin(), sites.end(), cheap)) {
+        for (const auto &s : sites) {
+            more->push_back(call_follows(f, dispatch, dispatch.vaddr + (s.offset - *base), *stmt));
+        }
+        return sites;
+    }
+    if (auto entry = entry_site(f, *callee); entry && cheap(*entry)) {
+        more->push_back(false);  // which caller it is cannot be told here
+        return {*entry};
+    }
+    return {};
+}
+
 }  // namespace
 
 Result<ProfileSymbols> detect_profile(const elf::ElfFile &f, const std::string &who) {
     ProfileSymbols p;
-    if (f.find(kDispatch)) {
-        p.dispatch = kDispatch;
-        if (!f.find(kParse)) {
-            return Error{ENOENT, std::string("this server has no ") + kParse +
-                                     " symbol: unsupported MariaDB version"};
-        }
-        p.statement = kParse;
-        return p;
-    }
-    if (f.find(kDispatch8)) {
-        p.profile = ServerProfile::mysql8;
-        p.dispatch = kDispatch8;
-        for (const char *sym : {kSqlCommand8, kParse8}) {
-            if (f.find(sym)) {
-                p.statement = sym;
-                break;
+    auto first = [&](std::initializer_list<const char *> prefixes) -> std::string {
+        for (const char *prefix : prefixes) {
+            if (auto sym = find_by_prefix(f, prefix)) {
+                return sym->name;
             }
         }
+        return {};
+    };
+    if (auto d = find_by_prefix(f, kDispatch)) {
+        p.dispatch = d->name;
+        p.statement = first({kParse});
         if (p.statement.empty()) {
-            return Error{ENOENT, who + " has MySQL 8's dispatch_command but neither " +
-                                     kSqlCommand8 + " nor " + kParse8};
+            return Error{ENOENT, who + " has MariaDB's dispatch_command but no " + kParse +
+                                     "... (mysql_parse(THD*, char*, ...)) symbol"};
+        }
+    } else if (auto d8 = find_by_prefix(f, kDispatch8)) {
+        p.profile = ServerProfile::mysql8;
+        p.dispatch = d8->name;
+        p.statement = first({kSqlCommand8, kParse8});
+        if (p.statement.empty()) {
+            return Error{ENOENT, who + " has MySQL's dispatch_command but neither " + kSqlCommand8 +
+                                     "... nor " + kParse8 + "..."};
         }
         if (f.find(kMysql8EnterStage)) {
             p.enter_stage = kMysql8EnterStage;
         }
-        return p;
-    }
-    for (const auto &s : f.symbols()) {
-        if (s.name.rfind("_Z16dispatch_command", 0) == 0) {
-            return Error{ENOTSUP, who + " has " + s.name +
-                                      ": a dispatch_command of neither MariaDB 10.x nor MySQL "
-                                      "8.0/8.4, not supported"};
+    } else {
+        for (const auto &s : f.symbols()) {
+            if (s.name.rfind("_Z16dispatch_command", 0) == 0) {
+                return Error{ENOTSUP, who + " has " + s.name +
+                                          ": a dispatch_command of neither MariaDB nor MySQL "
+                                          "8.0 and later, not supported"};
+            }
         }
+        // ENOEXEC: not a server at all, where a missing hook is ENOENT.
+        return Error{ENOEXEC, who + " is not a MySQL/MariaDB server (no dispatch_command symbol)"};
     }
-    return Error{ENOENT, who + " is not a MySQL/MariaDB server (no dispatch_command symbol)"};
+    if (auto ls = f.find(kLogSlowStatement)) {
+        p.end_statement = ls->name;
+    }
+    return p;
 }
 
 Result<ServerTarget> resolve_server(pid_t pid) {
@@ -285,6 +359,18 @@ Result<ServerTarget> resolve_server(pid_t pid) {
     if (!ds || !ps) {
         return !ds ? ds.error() : ps.error();
     }
+    // Hot probes, once per command and statement: never on an instruction
+    // the kernel single-steps (an endbr64 is skipped already).
+    for (const auto &[site, name] : {std::pair{&*ds, &prof->dispatch}, {&*ps, &prof->statement}}) {
+        if (site->cost == elf::ProbeCost::single_stepped ||
+            site->cost == elf::ProbeCost::undecodable) {
+            return Error{ENOTSUP, "pid " + std::to_string(pid) + ": the entry of " + *name +
+                                      " begins with `" + site->instruction +
+                                      "`, which the kernel would single-step at every call: "
+                                      "not probed"};
+        }
+    }
+    t.dispatch_symbol = prof->dispatch;
     t.dispatch_site = *ds;
     t.parse_site = *ps;
     auto layout = derive_thd_layout(f, mysql8);
@@ -317,23 +403,26 @@ Result<ServerTarget> resolve_server(pid_t pid) {
         }
     }
     for (const auto &s : t.stages) {
-        if (s.stage_symbol == kEndStage && s.function == kDispatch) {
+        if (s.stage_symbol == kEndStage && s.function == t.dispatch_symbol) {
             t.end_offset = s.probe_offset;
         }
     }
     // Tests take the other path on this build too.
     const char *force = std::getenv("MYSQLTRACE_SERVER_END");
-    if (force != nullptr && std::string(force) == "return") {
+    const bool force_return = force != nullptr && std::string(force) == "return";
+    if (force_return) {
         t.end_offset = 0;
     }
-    if (t.end_offset == 0) {
+    if (t.end_offset == 0 && !force_return && !prof->end_statement.empty()) {
+        t.end_sites = log_slow_statement_sites(f, *dispatch, prof->end_statement, prof->statement,
+                                               &t.end_site_more);
+    }
+    if (t.end_offset == 0 && t.end_sites.empty()) {
         // Another build: a return probe ends commands instead (about twice
-        // the cost of the site probe, shared/FACTS.md section 2).
-        auto off = f.vaddr_to_offset(dispatch->vaddr);
-        if (!off) {
-            return off.error();
-        }
-        t.end_offset = *off;
+        // the cost of the site probe, shared/FACTS.md section 2). A return
+        // probe traps at the function's entry too: it goes where the entry
+        // probe does, after any endbr64.
+        t.end_offset = t.dispatch_site.offset;
         t.end_is_return = true;
     }
     auto bias = load_bias(pid, f, *dispatch);
@@ -366,6 +455,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     t->sink_ = std::move(sink);
     t->wait_sink_ = std::move(wait_sink);
     t->pid_ = target.pid;
+    t->show_secrets_ = opts.show_secrets;
     t->skel_ = ::server::open();
     if (t->skel_ == nullptr) {
         return make_error(errno, "cannot open the server BPF object");
@@ -375,6 +465,12 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->target_tgid = static_cast<__u32>(target.pid);
     ro->mt_wakeup_bytes = bpf::wakeup_bytes(opts.ring);
     ro->off_thread_id = l.thread_id;
+    ro->thread_id_mask = l.thread_id_size >= 8 ? ~0ull : (1ull << (8 * l.thread_id_size)) - 1;
+    ro->da_error_status = static_cast<__s32>(l.da_error_status);
+    ro->da_ok_statuses = l.da_ok_statuses;
+    ro->end_per_statement = target.end_sites.empty() ? 0 : 1;
+    ro->text_at_end = target.end_sites.empty() ? 0 : 1;
+    ro->copy_prepare_text = target.end_sites.empty() ? 0 : 1;
     ro->off_da_errno = l.da_errno;
     ro->off_da_sqlstate = l.da_sqlstate;
     ro->off_da_message = l.da_message;
@@ -406,7 +502,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     }
     for (size_t i = 0; i < target.stages.size(); i++) {
         if (target.stages[i].stage_symbol == "stage_starting" &&
-            target.stages[i].function == kDispatch) {
+            target.stages[i].function == target.dispatch_symbol) {
             ro->starting_site = static_cast<__u32>(i);
         }
     }
@@ -430,7 +526,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
             if (decode_account(rec, &account)) {
                 self->accounts_.add(std::move(account));
             } else if (decode_statement(rec, &self->decoded_)) {
-                self->sink_(self->decoded_);
+                self->on_statement(self->decoded_);
             } else if (decode_wait(rec, &w) || decode_table_io(rec, &w)) {
                 if (self->wait_sink_) {
                     self->wait_sink_(w);
@@ -446,11 +542,12 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
 
     auto *progs = &t->skel_->progs;
     const bool mysql8 = target.profile == ServerProfile::mysql8;
-    auto uprobe = [&](bpf_program *prog, uint64_t offset, bool retprobe,
+    auto uprobe = [&](bpf_program *prog, uint64_t offset, bool retprobe, uint64_t cookie,
                       const std::string &what) -> Result<bpf::Link> {
         bpf_uprobe_opts uo{};
         uo.sz = sizeof(uo);
         uo.retprobe = retprobe;
+        uo.bpf_cookie = cookie;
         bpf_link *l =
             bpf_program__attach_uprobe_opts(prog, target.pid, target.exe.c_str(), offset, &uo);
         if (l == nullptr) {
@@ -465,10 +562,29 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
              std::tuple{mysql8 ? progs->server_sql_command_m8 : progs->server_mysql_parse,
                         target.parse_site.offset, false,
                         mysql8 ? "dispatch_sql_command" : "mysql_parse"},
-             std::tuple{progs->server_command_end, target.end_offset, target.end_is_return,
-                        "the end of dispatch_command"},
          }) {
-        auto l = uprobe(prog, off, ret, what);
+        auto l = uprobe(prog, off, ret, 0, what);
+        if (!l) {
+            return l.error();
+        }
+        t->links_.push_back(std::move(l).value());
+    }
+    struct End {
+        uint64_t offset;
+        bool ret;
+        uint64_t cookie;  // 1: another statement of the query follows
+    };
+    std::vector<End> ends;
+    for (size_t i = 0; i < target.end_sites.size(); i++) {
+        const bool more = i < target.end_site_more.size() && target.end_site_more[i];
+        ends.push_back({target.end_sites[i].offset, false, more ? 1u : 0u});
+    }
+    if (ends.empty()) {
+        ends.push_back({target.end_offset, target.end_is_return, 0});
+    }
+    for (const auto &e : ends) {
+        auto l =
+            uprobe(progs->server_command_end, e.offset, e.ret, e.cookie, "the end of a statement");
         if (!l) {
             return l.error();
         }
@@ -564,6 +680,64 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         t->skel_->bss->exact_stages = opts.stages == StageMode::exact ? 1 : 0;
     }
     return t;
+}
+
+namespace {
+
+// MySQL's own cut (dispatch_command): a statement of a multi-statement
+// query runs to the character before its ';', the next one begins after the
+// blanks that follow.
+void cut_before(Statement &s, uint64_t next_addr) {
+    if (next_addr <= s.text_addr || next_addr - s.text_addr > s.text.size()) {
+        return;
+    }
+    std::string_view t(s.text.data(), next_addr - s.text_addr);
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) {
+        t.remove_suffix(1);
+    }
+    if (!t.empty() && t.back() == ';') {
+        t.remove_suffix(1);
+    }
+    s.text.resize(t.size());
+    s.text_len = static_cast<uint32_t>(t.size());
+    s.text_cut = false;
+}
+
+}  // namespace
+
+// Here, once for every output: no renderer sees a secret. After the text is
+// cut to its statement, which needs the server's bytes.
+void StatementTracer::emit(Statement &s) {
+    if (!show_secrets_ && sql::redact_in_place(&s.text)) {
+        sql::redact_error_message(&s.message);
+    }
+    sink_(s);
+}
+
+void StatementTracer::on_statement(Statement &s) {
+    auto held = std::find_if(held_.begin(), held_.end(),
+                             [&](const Statement &h) { return h.tid == s.tid; });
+    if (held != held_.end()) {
+        if (s.seq == held->seq + 1 && s.command == held->command) {
+            cut_before(*held, s.text_addr);
+        }
+        Statement h = std::move(*held);
+        held_.erase(held);
+        emit(h);
+    }
+    if ((s.flags & MT_STMT_MORE) != 0) {
+        held_.push_back(s);
+        return;
+    }
+    emit(s);
+}
+
+void StatementTracer::flush_held() {
+    auto held = std::move(held_);
+    held_.clear();
+    for (auto &h : held) {
+        emit(h);
+    }
 }
 
 void StatementTracer::detach_stages() {

@@ -4,11 +4,11 @@
 // end-of-command stage site, and on demand exact stage probes (every stage
 // site of the binary) or stage sampling (a CPU timer per CPU and the
 // scheduler's switch tracepoint). No performance_schema, no restart.
-// MySQL 8.0/8.4 get a symbol profile (ServerProfile::mysql8): entries of
-// dispatch_command and dispatch_sql_command, a return probe ending commands,
-// and the out-of-line THD::enter_stage as the one exact-stage probe. It has
-// only been run against a stand-in with the same symbols
-// (tests/testprogs/mysql8_abi_standin.cpp), never against Oracle's binaries.
+// MySQL 8.0 and later (ServerProfile::mysql8): entries of dispatch_command
+// and dispatch_sql_command, statements ended at dispatch_command's calls of
+// log_slow_statement (a return probe without them), and the out-of-line
+// THD::enter_stage as the one exact-stage probe. Run against Oracle MySQL
+// 9.7.4 (tests/priv/server_mysql_test.cpp); 8.0/8.4 only analysed.
 #pragma once
 
 #include <cstdint>
@@ -37,14 +37,15 @@ namespace mysqltrace::server {
 // dispatch_command is declared.
 enum class ServerProfile {
     mariadb,  // dispatch_command(enum_server_command, THD*, char*, uint, bool), mysql_parse
-    mysql8,   // dispatch_command(THD*, const COM_DATA*, enum_server_command): untested
+    mysql8,   // dispatch_command(THD*, const COM_DATA*, enum_server_command): MySQL 8.0+
 };
 
 struct ProfileSymbols {
     ServerProfile profile = ServerProfile::mariadb;
-    std::string dispatch;     // dispatch_command, mangled
-    std::string statement;    // mysql_parse (MariaDB, MySQL < 8.0.22) or dispatch_sql_command
-    std::string enter_stage;  // MySQL 8: the out-of-line THD::enter_stage, "" when absent
+    std::string dispatch;       // dispatch_command, mangled
+    std::string statement;      // mysql_parse (MariaDB, MySQL < 8.0.22) or dispatch_sql_command
+    std::string enter_stage;    // MySQL 8: the out-of-line THD::enter_stage, "" when absent
+    std::string end_statement;  // log_slow_statement(THD*), "" when absent
 };
 
 // The profile of `file`; errors name `who` ("pid 42") and what is missing.
@@ -55,10 +56,18 @@ struct ServerTarget {
     pid_t pid = 0;
     ServerProfile profile = ServerProfile::mariadb;
     std::string exe;               // /proc/PID/exe: reaches the binary across mount namespaces
+    std::string dispatch_symbol;   // dispatch_command, mangled as in this binary
     elf::ProbeSite dispatch_site;  // dispatch_command entry
     elf::ProbeSite parse_site;     // mysql_parse (MySQL 8: dispatch_sql_command) entry
     uint64_t end_offset = 0;       // the end-of-command stage site (file offset)
     bool end_is_return = false;    // no such site: a return probe on dispatch_command
+    // Without that site (MySQL): the calls of log_slow_statement(THD*) in
+    // dispatch_command, after each statement (also of a multi-statement
+    // query) and each other command; end_offset is then unused.
+    std::vector<elf::ProbeSite> end_sites;
+    // Per end site: another statement of the same query follows it (the
+    // multi-statement loop's call), so its text is cut where that one's begins.
+    std::vector<bool> end_site_more;
     ThdLayout layout;
     // Every stage site found (exact mode): those that name their stage, then
     // those whose stage is read from the THD when they fire.
@@ -99,6 +108,7 @@ struct StatementTracerOptions {
     bool waits = false;            // syscall tracepoints: locks, file and socket I/O, idle
     bool accounts = false;         // send each connection's user@host (accounts())
     bool table_io = false;         // handler row operations as wait/io/table/sql/handler
+    bool show_secrets = false;     // statement texts and messages as the server has them
     bpf::RingOptions ring;
 };
 
@@ -121,6 +131,10 @@ class StatementTracer {
     size_t stage_probe_count() const { return stage_probes_; }
     // Removes the exact stage probes; statements go on being traced.
     void detach_stages();
+    // Hands over the statements still waiting for the next statement of
+    // their query (MT_STMT_MORE) with the text they have: call after the
+    // last drain.
+    void flush_held();
 
     // The stage name at server address `addr` (a THD::proc_info value),
     // read from the server's memory at each call: ServerRenderer asks once
@@ -141,7 +155,13 @@ class StatementTracer {
     std::function<void(const Statement &)> sink_;
     std::function<void(const Wait &)> wait_sink_;
     uint64_t undecodable_ = 0;
+    bool show_secrets_ = false;
     Statement decoded_;  // reused: its strings and stage list keep their memory
+    // Per server thread: a statement ended with MT_STMT_MORE, held until the
+    // next one of its query shows where its text ends.
+    std::vector<Statement> held_;
+    void on_statement(Statement &s);
+    void emit(Statement &s);  // redacts, then hands over
     Accounts accounts_;
 };
 

@@ -126,7 +126,47 @@ SymValue RegisterState::get(x86_reg r) const {
 void RegisterState::set(x86_reg r, SymValue v) {
     if (int s = reg_slot(r); s >= 0) {
         regs_[s] = v;
+        if (s == 5) {
+            n_spills_ = 0;  // a new frame pointer: the old slots are not its
+        }
     }
+}
+
+namespace {
+
+// A slot of the frame: [%rbp + disp] while %rbp is the frame pointer (not a
+// tracked value).
+bool frame_slot(const x86_op_mem &m) {
+    return m.base == X86_REG_RBP && m.index == X86_REG_INVALID && m.segment == X86_REG_INVALID;
+}
+
+}  // namespace
+
+void RegisterState::spill(const x86_op_mem &m, SymValue v) {
+    if (!frame_slot(m) || get(X86_REG_RBP).known()) {
+        return;
+    }
+    for (size_t i = 0; i < n_spills_; i++) {
+        if (spills_[i].first == m.disp) {
+            spills_[i].second = v;
+            return;
+        }
+    }
+    if (n_spills_ < spills_.size()) {
+        spills_[n_spills_++] = {m.disp, v};
+    }
+}
+
+SymValue RegisterState::unspill(const x86_op_mem &m) const {
+    if (!frame_slot(m) || get(X86_REG_RBP).known()) {
+        return {};
+    }
+    for (size_t i = 0; i < n_spills_; i++) {
+        if (spills_[i].first == m.disp) {
+            return spills_[i].second;
+        }
+    }
+    return {};
 }
 
 SymValue RegisterState::address_of(const cs_insn &insn, const x86_op_mem &m) const {
@@ -180,6 +220,9 @@ void RegisterState::step(const cs_insn &insn) {
         case X86_INS_MOVSX:
         case X86_INS_MOVSXD:
             if (x.op_count == 2 && op[0].type == X86_OP_MEM) {
+                if (insn.id == X86_INS_MOV && op[0].size == 8 && op[1].type == X86_OP_REG) {
+                    spill(op[0].mem, get(op[1].reg));
+                }
                 return;  // a store: no register changes
             }
             if (to_reg) {
@@ -194,6 +237,11 @@ void RegisterState::step(const cs_insn &insn) {
                         v = constant(op[1].imm, insn.address);
                     } else if (op[1].type == X86_OP_MEM) {
                         v = load(address_of(insn, op[1].mem));
+                        if (v.known()) {
+                            v.size = insn.id == X86_INS_MOV ? op[0].size : op[1].size;
+                        } else if (insn.id == X86_INS_MOV && op[0].size == 8) {
+                            v = unspill(op[1].mem);
+                        }
                     }
                 }
                 set(op[0].reg, v);
@@ -323,14 +371,141 @@ bool is_argument(const SymValue &v, int8_t arg) {
     return v.is_arg(arg, &off) && off == 0;
 }
 
+// The first function whose mangled name begins with `prefix` ("" if none):
+// later arguments of a signature may differ between servers.
+std::string first_with_prefix(const elf::ElfFile &file, std::string_view prefix) {
+    for (const auto &s : file.symbols()) {
+        if (s.is_function && s.name.starts_with(prefix)) {
+            return s.name;
+        }
+    }
+    return {};
+}
+
+// `cmp $imm, Y(*(arg0 + X))` as the first comparison: X is the THD's
+// m_stmt_da, Y the area's m_status and imm DA_ERROR.
+void error_status_check(const elf::ElfFile &file, const std::string &fn, ThdLayout &l) {
+    walk(file, fn, [&](const cs_insn &insn, const RegisterState &regs) {
+        const cs_x86 &x = insn.detail->x86;
+        if (insn.id != X86_INS_CMP || x.op_count != 2 || x.operands[0].type != X86_OP_MEM ||
+            x.operands[1].type != X86_OP_IMM) {
+            return false;
+        }
+        SymValue a = regs.address_of(insn, x.operands[0].mem);
+        if (a.base == 0 && a.depth == 1 && (l.stmt_da < 0 || a.loads[0] == l.stmt_da)) {
+            l.stmt_da = a.loads[0];
+            l.da_status = a.add;
+            l.da_error_status = x.operands[1].imm;
+        }
+        return true;
+    });
+}
+
+// THD::set_db(const LEX_CSTRING &new_db) stores new_db.length right after
+// m_db.str, which it also stores (a copy of the name): m_db's offset, or -1.
+int64_t set_db_field(const elf::ElfFile &file) {
+    std::vector<int64_t> stores;
+    int64_t length_at = -1;
+    walk(file, "_ZN3THD6set_dbERK17MYSQL_LEX_CSTRING",
+         [&](const cs_insn &insn, const RegisterState &regs) {
+             int64_t off = -1;
+             if (auto s = regs.store_of(insn); s && s->size == 8 && s->address.is_arg(0, &off)) {
+                 stores.push_back(off);
+                 if (length_at < 0 && s->value.is_load(1, 1) && s->value.loads[0] == 8) {
+                     length_at = off;
+                 }
+             }
+             return false;
+         });
+    for (int64_t off : stores) {
+        if (length_at >= 8 && off == length_at - 8) {
+            return off;
+        }
+    }
+    return -1;
+}
+
+// `add X(arg0), %reg` with %reg = arg 1, then `mov %reg, X(arg0)`: the
+// field an inc_*(n) method adds n to, or -1.
+int64_t accumulated_field(const elf::ElfFile &file, std::string_view fn) {
+    int64_t found = -1, pending = -1;
+    int pending_slot = -1;
+    walk(file, fn, [&](const cs_insn &insn, const RegisterState &regs) {
+        const cs_x86 &x = insn.detail->x86;
+        const cs_x86_op *op = x.operands;
+        int64_t off = -1;
+        if (insn.id == X86_INS_ADD && x.op_count == 2 && op[0].type == X86_OP_REG &&
+            op[0].size == 8 && op[1].type == X86_OP_MEM && is_argument(regs.get(op[0].reg), 1) &&
+            regs.address_of(insn, op[1].mem).is_arg(0, &off)) {
+            pending = off;
+            pending_slot = reg_slot(op[0].reg);
+            return false;
+        }
+        if (auto s = regs.store_of(insn);
+            s && pending >= 0 && s->size == 8 && s->address.is_arg(0, &off) && off == pending &&
+            x.operands[1].type == X86_OP_REG && reg_slot(x.operands[1].reg) == pending_slot) {
+            found = off;
+            return true;
+        }
+        return insn.id == X86_INS_RET;
+    });
+    return found;
+}
+
+// The values `fn` stores into the area's m_status (at `status`), as a bit
+// per value: `movl $imm`, or MariaDB's branch-free choice of two
+// (`sbb %r,%r; and $a,%r; add $b,%r` = b or a + b, as a 32-bit value).
+uint32_t stored_statuses(const elf::ElfFile &file, std::string_view fn, int64_t status) {
+    uint32_t bits = 0;
+    std::array<std::vector<uint32_t>, 16> sets;  // registers with a few known values
+    walk(file, fn, [&](const cs_insn &insn, const RegisterState &regs) {
+        const cs_x86 &x = insn.detail->x86;
+        const cs_x86_op *op = x.operands;
+        auto mark = [&](uint32_t v) {
+            if (v < 32) {
+                bits |= 1u << v;
+            }
+        };
+        int64_t off = -1;
+        if (auto s = regs.store_of(insn); s && s->size == 4 && s->address.is_arg(0, &off)) {
+            if (off == status && op[1].type == X86_OP_IMM) {
+                mark(static_cast<uint32_t>(op[1].imm));
+            } else if (off == status && op[1].type == X86_OP_REG) {
+                for (uint32_t v : sets[reg_slot(op[1].reg)]) {
+                    mark(v);
+                }
+            }
+            return false;
+        }
+        const int r = x.op_count >= 1 && op[0].type == X86_OP_REG ? reg_slot(op[0].reg) : -1;
+        if (r < 0) {
+            return false;
+        }
+        if (insn.id == X86_INS_SBB && x.op_count == 2 && op[1].type == X86_OP_REG &&
+            reg_slot(op[1].reg) == r) {
+            sets[r] = {0u, ~0u};
+        } else if ((insn.id == X86_INS_AND || insn.id == X86_INS_ADD) && x.op_count == 2 &&
+                   op[1].type == X86_OP_IMM && !sets[r].empty()) {
+            for (uint32_t &v : sets[r]) {
+                const auto imm = static_cast<uint32_t>(op[1].imm);
+                v = insn.id == X86_INS_AND ? v & imm : v + imm;
+            }
+        } else if (insn.id != X86_INS_CMP && insn.id != X86_INS_TEST) {
+            sets[r].clear();  // anything else writing it
+        }
+        return false;
+    });
+    return bits;
+}
+
 void set_error_status_fields(const elf::ElfFile &file, ThdLayout &l) {
     // Diagnostics_area::set_error_status(uint sql_errno, const char *message,
     // const char *sqlstate, ...) copies the first bytes of sqlstate, the errno
     // and the message (strmake(this + m_message, message, ...)) into *this.
+    // MariaDB's takes (..., Sql_user_condition_identity&, Sql_condition*)
+    // after them, MySQL's nothing more: the first whose name begins so.
     int64_t sqlstate = -1, errno_at = -1, message = -1;
-    walk(file,
-         "_ZN16Diagnostics_area16set_error_statusEjPKcS1_RK27Sql_user_condition_identityPK13Sql_"
-         "condition",
+    walk(file, first_with_prefix(file, "_ZN16Diagnostics_area16set_error_statusEjPKcS1_"),
          [&](const cs_insn &insn, const RegisterState &regs) {
              int64_t off = 0;
              if (auto s = regs.store_of(insn); s && s->address.is_arg(0, &off)) {
@@ -465,13 +640,21 @@ int64_t returned_lex_cstring(const elf::ElfFile &file, std::string_view name) {
 
 Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
     ThdLayout l;
-    auto acc = [&](std::string_view c_name) { return accessor(file, c_name, mysql8); };
+    // MySQL declares some accessors with C++ linkage (thd_query_unsafe(THD*)):
+    // a missing C name is looked up as a C++ one, whatever the server.
+    auto acc = [&](std::string_view c_name) { return accessor(file, c_name, true); };
     // A single load from the THD argument: thread_id, query_id.
-    auto field = [&](std::string_view fn) -> int64_t {
+    auto field = [&](std::string_view fn, uint8_t *size = nullptr) -> int64_t {
         auto v = returned(file, acc(fn));
-        return v && v->is_load(0, 1) ? v->loads[0] : -1;
+        if (!v || !v->is_load(0, 1)) {
+            return -1;
+        }
+        if (size != nullptr) {
+            *size = v->size;
+        }
+        return v->loads[0];
     };
-    l.thread_id = field("thd_get_thread_id");
+    l.thread_id = field("thd_get_thread_id", &l.thread_id_size);
     if (l.thread_id < 0) {
         return Error{ENOENT, "cannot learn THD::thread_id from " + file.path() +
                                  ": no thd_get_thread_id() that loads it"};
@@ -485,32 +668,37 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
     if (auto v = returned(file, acc("thd_current_db"))) {
         v->is_arg(0, &l.db);  // &thd->db
     }
+    if (l.db < 0) {
+        l.db = set_db_field(file);
+    }
     // thd->m_stmt_da->m_message: the address within the area.
     if (auto v = returned(file, acc("thd_get_error_message"));
         v && v->base == 0 && v->depth == 1 && (l.stmt_da < 0 || v->loads[0] == l.stmt_da)) {
         l.stmt_da = v->loads[0];
         l.da_message = v->add;
     }
+    // thd_current_status() (MariaDB) and thd_is_error() (MySQL) compare
+    // m_stmt_da->m_status with DA_ERROR before anything else.
+    for (const char *fn : {"thd_current_status", "thd_is_error"}) {
+        if (l.da_status < 0) {
+            error_status_check(file, acc(fn), l);
+        }
+    }
     l.main_da = main_diagnostics_area(file, l.stmt_da);
-    // thd_current_status() compares m_status with DA_ERROR before anything else.
-    walk(file, acc("thd_current_status"), [&](const cs_insn &insn, const RegisterState &regs) {
-        const cs_x86 &x = insn.detail->x86;
-        if (insn.id != X86_INS_CMP || x.op_count != 2 || x.operands[0].type != X86_OP_MEM ||
-            x.operands[1].type != X86_OP_IMM) {
-            return false;
-        }
-        SymValue a = regs.address_of(insn, x.operands[0].mem);
-        if (a.base == 0 && a.depth == 1 && a.loads[0] == l.stmt_da) {
-            l.da_status = a.add;
-        }
-        return true;
-    });
     // Setters that store their first argument (arg 1) into the object (arg 0).
     auto stores_arg1 = [](const SymValue &v) { return is_argument(v, 1); };
     l.sent_row_count = first_store(file, "_ZN3THD18set_sent_row_countEy", stores_arg1);
     l.examined_row_count = first_store(file, "_ZN3THD22set_examined_row_countEy", stores_arg1);
+    if (l.examined_row_count < 0) {
+        // MySQL only has THD::inc_examined_row_count(n): field += n.
+        l.examined_row_count = accumulated_field(file, "_ZN3THD22inc_examined_row_countEy");
+    }
     l.da_affected_rows =
         first_store(file, "_ZN16Diagnostics_area13set_ok_statusEyyPKc", stores_arg1);
+    if (l.da_status >= 0) {
+        l.da_ok_statuses =
+            stored_statuses(file, "_ZN16Diagnostics_area13set_ok_statusEyyPKc", l.da_status);
+    }
     set_error_status_fields(file, l);
     // set_thd_stage_info(thd, new_stage, ...) is THD::enter_stage(new_stage)
     // out of line: m_current_stage_key = new_stage->m_key, proc_info = ->m_name.
@@ -543,9 +731,7 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
     account("thd_client_host", l.sctx_host);
     account("thd_client_ip", l.sctx_ip);
     set_table_share_fields(file, l);
-    if (mysql8) {
-        l.query_string = returned_lex_cstring(file, acc("thd_query_unsafe"));
-    }
+    l.query_string = returned_lex_cstring(file, acc("thd_query_unsafe"));
     return l;
 }
 

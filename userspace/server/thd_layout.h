@@ -20,6 +20,8 @@ namespace mysqltrace::server {
 
 struct ThdLayout {  // -1 = not found
     int64_t thread_id = -1;
+    // Bytes of thread_id: 8 on MariaDB (unsigned long), 4 on MySQL (my_thread_id).
+    uint8_t thread_id_size = 8;
     int64_t query_id = -1;
     int64_t db = -1;       // LEX_CSTRING {str, length}
     int64_t stmt_da = -1;  // Diagnostics_area *
@@ -32,6 +34,12 @@ struct ThdLayout {  // -1 = not found
     int64_t da_message = -1;
     int64_t da_status = -1;
     int64_t da_affected_rows = -1;
+    // Values of Diagnostics_area::m_status (enum_diagnostics_status differs:
+    // DA_ERROR is 5 in MariaDB, 3 in MySQL): the error status (-1 unknown)
+    // and a bit per status the area reports affected rows in (DA_OK, and
+    // MariaDB's DA_OK_BULK), read off set_ok_status's stores.
+    int64_t da_error_status = -1;
+    uint32_t da_ok_statuses = 0;
     int64_t sent_row_count = -1;
     int64_t examined_row_count = -1;
     int64_t proc_info = -1;     // const char *: the current stage's name
@@ -45,7 +53,7 @@ struct ThdLayout {  // -1 = not found
     int64_t handler_table_share = -1;
     int64_t share_db = -1;
     int64_t share_table_name = -1;
-    // MySQL 8: THD::m_query_string (LEX_CSTRING), from thd_query_unsafe().
+    // THD::m_query_string (LEX_CSTRING), from thd_query_unsafe() (MySQL).
     int64_t query_string = -1;
 };
 
@@ -78,6 +86,7 @@ struct SymValue {
 
     int8_t base = kUnknown;
     uint8_t depth = 0;
+    uint8_t size = 8;  // bytes the last load read (4: `mov 0x10(%rdi), %eax`)
     std::array<int64_t, 3> loads{};
     int64_t add = 0;
     uint64_t origin = 0;  // the instruction that produced the root value
@@ -103,7 +112,10 @@ const char *slot_name(int slot);  // "rax".."r15"
 
 class RegisterState {
   public:
-    void clear() { regs_.fill(SymValue{}); }
+    void clear() {
+        regs_.fill(SymValue{});
+        n_spills_ = 0;
+    }
     void set_arguments();  // rdi, rsi, rdx, rcx, r8, r9 = arguments 0-5
     SymValue get(x86_reg r) const;
     // The address a memory operand designates (unknown with an index register).
@@ -115,7 +127,13 @@ class RegisterState {
 
   private:
     void set(x86_reg r, SymValue v);
+    void spill(const x86_op_mem &m, SymValue v);
+    SymValue unspill(const x86_op_mem &m) const;
     std::array<SymValue, 16> regs_{};
+    // Registers spilled to the frame (`mov %rax, -0x70(%rbp)`) and read back
+    // later, as a large constructor does: by displacement from %rbp.
+    std::array<std::pair<int64_t, SymValue>, 8> spills_{};
+    size_t n_spills_ = 0;
 };
 
 }  // namespace mysqltrace::server

@@ -115,6 +115,10 @@ enum mt_statement_flags {
     MT_STMT_CUT = 4,       // the thread began another command before this one's end was seen
     MT_STMT_EXACT = 8,     // exact stage probes were attached while it ran
     MT_STMT_SAMPLED = 16,  // stage sampling was on while it ran
+    // Ended where another statement of the same query follows, while the
+    // THD's text still runs on to the query's end: userspace cuts it where
+    // the next statement's text begins.
+    MT_STMT_MORE = 32,
 };
 
 struct mt_server_statement_event {
@@ -129,7 +133,7 @@ struct mt_server_statement_event {
     __u32 command;        // enum_server_command
     __u32 _pad1;
     __u32 error;        // MYSQL_ERRNO when da_status is an error
-    __u32 da_status;    // Diagnostics_area status: 0 empty, 1 OK, 2 EOF, 5 error, ...
+    __u32 da_status;    // enum mt_da_status (the server's own values differ by flavour)
     __u32 flags;        // enum mt_statement_flags
     __u32 seq;          // statements of this command before this one
     __u32 text_len;     // true length of the statement text
@@ -237,13 +241,23 @@ struct mt_server_table_io_event {
     (MT_MAX_STAGES * sizeof(struct mt_stage_mark) + \
      MT_STAGE_SLOTS * sizeof(struct mt_stage_samples) + MT_MAX_MESSAGE + MT_MAX_DB + MT_MAX_SQL)
 
+// How a statement's Diagnostics_area ended, whatever the server's own
+// enum_diagnostics_status numbers (DA_ERROR is 5 in MariaDB, 3 in MySQL).
+enum mt_da_status {
+    MT_DA_EMPTY = 0,
+    MT_DA_OK = 1,     // affected rows are reported
+    MT_DA_OTHER = 2,  // EOF, disabled, ...
+    MT_DA_ERROR = 5,
+};
+
 // The server object fields a statement's end reads are copied in a few
 // windows (server/read_plan.h) into a gather area: this many of at most this
 // many bytes for the THD, and one of at most MT_DA_WINDOW_MAX bytes for its
-// Diagnostics_area after them.
+// Diagnostics_area after them (MySQL's status and affected rows are 0x214
+// bytes apart: one copy costs the same up to about a KiB).
 #define MT_THD_WINDOWS 4
 #define MT_THD_WINDOW_MAX 1024
-#define MT_DA_WINDOW_MAX 64
+#define MT_DA_WINDOW_MAX 1024
 #define MT_GATHER_BYTES (MT_THD_WINDOWS * MT_THD_WINDOW_MAX + MT_DA_WINDOW_MAX)
 
 // ---- Client capture (bpf/client.bpf.c) ----

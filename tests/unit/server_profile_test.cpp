@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "elf/elf_file.h"
-#include "server/statement_tracer.h"
+#include "server/server_target.h"
 #include "server/thd_layout.h"
 
 namespace {

@@ -8,7 +8,7 @@
 
 #include "elf/elf_file.h"
 #include "server/hooks.h"
-#include "server/statement_tracer.h"
+#include "server/server_target.h"
 #include "server/thd_layout.h"
 
 asm(R"(

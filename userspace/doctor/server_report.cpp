@@ -7,7 +7,7 @@
 
 #include "elf/symbol_name.h"
 #include "server/hooks.h"
-#include "server/statement_tracer.h"
+#include "server/server_target.h"
 #include "server/thd_layout.h"
 
 namespace mysqltrace::doctor {

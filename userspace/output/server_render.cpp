@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "mysql/commands.h"
-#include "output/json_writer.h"
 #include "output/protocol_text.h"
 #include "output/units.h"
 #include "server/statement_tracer.h"
@@ -33,8 +32,20 @@ void align_right(std::string &out, size_t from, size_t width) {
     }
 }
 
-// Commands whose argument is text worth showing as SQL_TEXT.
-bool has_text(const server::Statement &st) {
+std::string seconds(uint64_t ns) {
+    std::string s;
+    append_fixed(s, ns, 1'000'000'000, 6);
+    return s;
+}
+
+std::string dump(const nlohmann::ordered_json &j) {
+    // Statement text may hold any bytes: never fail on invalid UTF-8.
+    return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+bool ServerRenderer::has_text(const server::Statement &st) {
     switch (st.command) {
         case 2:   // COM_INIT_DB
         case 3:   // COM_QUERY
@@ -51,37 +62,6 @@ bool has_text(const server::Statement &st) {
             return false;
     }
 }
-
-std::string seconds(uint64_t ns) {
-    std::string s;
-    append_fixed(s, ns, 1'000'000'000, 6);
-    return s;
-}
-
-std::string dump(const nlohmann::ordered_json &j) {
-    // Statement text may hold any bytes: never fail on invalid UTF-8.
-    return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-}
-
-// SHOW PROFILE's resource columns (CPU in picoseconds, blocks of 512 bytes).
-void put_counters(nlohmann::ordered_json &j, const server::TaskCounters &used) {
-    j["CPU_user"] = used.user_ns() * 1000;
-    j["CPU_system"] = used.system_ns() * 1000;
-    j["Context_voluntary"] = used.nvcsw;
-    j["Context_involuntary"] = used.nivcsw;
-    j["Page_faults_major"] = used.maj_flt;
-    j["Page_faults_minor"] = used.min_flt;
-    j["Block_ops_in"] = used.read_bytes / 512;
-    j["Block_ops_out"] = used.write_bytes / 512;
-}
-
-// performance_schema counts bytes of file and socket transfers only.
-bool wait_has_bytes(const server::WaitName &n) {
-    const bool io = n.object_type == "FILE" || n.event_name.rfind("wait/io/socket", 0) == 0;
-    return io && n.operation != "open" && n.operation != "close" && n.operation != "sync";
-}
-
-}  // namespace
 
 ServerRenderer::ServerRenderer(ServerFormat format, uint32_t pid,
                                const std::vector<server::StageSite> &sites,
@@ -268,48 +248,6 @@ std::string ServerRenderer::wait(const NamedWait &w) {
     return "";
 }
 
-nlohmann::ordered_json ServerRenderer::wait_json(const NamedWait &w, uint64_t event_id,
-                                                 nlohmann::ordered_json nesting_id,
-                                                 const char *nesting_type) {
-    using J = nlohmann::ordered_json;
-    const auto &n = w.name;
-    J j;
-    j["kind"] = "wait";
-    j["pid"] = pid_;
-    j["tid"] = w.wait.tid;
-    j["THREAD_ID"] = w.wait.thread_id;
-    j["EVENT_ID"] = event_id;
-    j["END_EVENT_ID"] = event_id;
-    j["EVENT_NAME"] = n.event_name;
-    j["SOURCE"] = J();
-    j["TIMER_START"] = w.wait.start_ns * 1000;
-    j["TIMER_END"] = w.wait.end_ns * 1000;
-    j["TIMER_WAIT"] = (w.wait.end_ns - w.wait.start_ns) * 1000;
-    j["SPINS"] = J();
-    j["OBJECT_SCHEMA"] = n.object_schema.empty() ? J() : J(n.object_schema);
-    j["OBJECT_NAME"] = n.object_name.empty() ? J() : J(n.object_name);
-    j["INDEX_NAME"] = J();
-    j["OBJECT_TYPE"] = n.object_type.empty() ? J() : J(n.object_type);
-    j["OBJECT_INSTANCE_BEGIN"] = n.object_instance;
-    j["NESTING_EVENT_ID"] = nesting_id;
-    j["NESTING_EVENT_TYPE"] = nesting_type ? J(nesting_type) : J();
-    j["OPERATION"] = n.operation;
-    j["NUMBER_OF_BYTES"] = wait_has_bytes(n) ? J(w.wait.bytes) : J();
-    j["FLAGS"] = J();
-    if (w.wait.kind == MT_WAIT_TABLE) {
-        // The handler's result: a fetch that found no row (137: end of the
-        // table or range, 120: no such key) is a call performance_schema
-        // counts only outside its batch mode (MySQL's scans of a join's last
-        // table count the rows found).
-        if (w.wait.ret != 0) {
-            j["handler_error"] = w.wait.ret;
-        }
-    } else if (w.wait.ret < 0) {
-        j["errno"] = -w.wait.ret;
-    }
-    return j;
-}
-
 void ServerRenderer::text_rows(std::string &out, const server::Statement &st,
                                const std::vector<StageRow> &rows,
                                const std::vector<NamedWait> &waits) {
@@ -386,280 +324,6 @@ void ServerRenderer::text_rows(std::string &out, const server::Statement &st,
                       w.name.operation.c_str(), object.empty() ? "" : " ", object.c_str());
         out += buf;
     }
-}
-
-void ServerRenderer::json_rows(const server::Statement &st, const std::vector<StageRow> &rows,
-                               const std::vector<NamedWait> &waits, uint64_t event_id) {
-    nlohmann::ordered_json j;
-    const auto used = st.begin.until(st.end);
-    j["kind"] = "statement";
-    j["pid"] = pid_;
-    j["tid"] = st.tid;
-    j["THREAD_ID"] = st.thread_id;
-    j["EVENT_ID"] = event_id;
-    j["END_EVENT_ID"] = event_id + rows.size() + waits.size() + 1;
-    j["EVENT_NAME"] = event_name(st);
-    j["TIMER_START"] = st.start_ns * 1000;  // picoseconds, as performance_schema
-    j["TIMER_END"] = st.end_ns * 1000;
-    j["TIMER_WAIT"] = (st.end_ns - st.start_ns) * 1000;
-    j["SQL_TEXT"] = has_text(st) ? nlohmann::ordered_json(st.text) : nlohmann::ordered_json();
-    if (st.truncated()) {
-        j["sql_bytes"] = st.text_len;
-    }
-    j["DIGEST_TEXT"] = has_text(st) ? nlohmann::ordered_json(server::digest_text(st.text))
-                                    : nlohmann::ordered_json();
-    j["CURRENT_SCHEMA"] = st.db.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(st.db);
-    j["MYSQL_ERRNO"] = st.failed() ? st.error : 0;
-    j["RETURNED_SQLSTATE"] =
-        st.failed() ? nlohmann::ordered_json(st.sqlstate) : nlohmann::ordered_json();
-    j["MESSAGE_TEXT"] = st.failed() ? nlohmann::ordered_json(st.message) : nlohmann::ordered_json();
-    j["ERRORS"] = st.failed() ? 1 : 0;
-    j["ROWS_AFFECTED"] = st.rows_affected;
-    j["ROWS_SENT"] = st.rows_sent;
-    j["ROWS_EXAMINED"] = st.rows_examined;
-    j["command"] = mysql::command_name(st.command);
-    j["query_id"] = st.query_id;
-    j["CPU_TIME"] = used.cpu_ns * 1000;
-    put_counters(j, used);
-    if (!(st.flags & MT_STMT_ENDED) && !(st.flags & MT_STMT_SPLIT)) {
-        j["end"] = "not seen";  // the thread began another command first
-    }
-    if (st.stages_lost) {
-        j["stages_lost"] = st.stages_lost;
-    }
-    if (!st.samples.empty()) {
-        auto &s = j["stage_samples"] = nlohmann::ordered_json::array();
-        for (const auto &smp : st.samples) {
-            s.push_back({{"stage", name_of(smp.stage)},
-                         {"on_cpu_samples", smp.on_cpu},
-                         {"off_cpu_ns", smp.off_cpu_ns},
-                         {"switches", smp.switches}});
-        }
-    }
-    last_.push_back(std::move(j));
-    for (const auto &n : nested(rows, waits, event_id)) {
-        const uint64_t id = n.id;
-        const size_t i = n.index;
-        if (i >= rows.size()) {
-            last_.push_back(wait_json(waits[i - rows.size()], id, n.nesting_id, n.nesting_type));
-            continue;
-        }
-        const auto &r = rows[i];
-        nlohmann::ordered_json s;
-        s["kind"] = "stage";
-        s["pid"] = pid_;
-        s["tid"] = st.tid;
-        s["THREAD_ID"] = st.thread_id;
-        s["EVENT_ID"] = id;
-        s["END_EVENT_ID"] = id;
-        s["EVENT_NAME"] = server::stage_event_name(r.name);
-        s["SOURCE"] =
-            r.file.empty()
-                ? nlohmann::ordered_json()
-                : nlohmann::ordered_json(std::string(r.file) + ":" + std::to_string(r.line));
-        s["TIMER_START"] = r.start_ns * 1000;
-        s["TIMER_END"] = r.end_ns * 1000;
-        s["TIMER_WAIT"] = (r.end_ns - r.start_ns) * 1000;
-        s["NESTING_EVENT_ID"] = event_id;
-        s["NESTING_EVENT_TYPE"] = "STATEMENT";
-        put_counters(s, r.used);
-        last_.push_back(std::move(s));
-    }
-}
-
-const std::vector<ServerRenderer::Nested> &ServerRenderer::nested(
-    const std::vector<StageRow> &rows, const std::vector<NamedWait> &waits, uint64_t event_id) {
-    // Nested events are numbered in the order they began, as the server
-    // numbers them; a wait nests in the stage it began in.
-    auto &order = order_;  // start, index (stages, then waits)
-    order.clear();
-    for (size_t i = 0; i < rows.size(); i++) {
-        order.emplace_back(rows[i].start_ns, i);
-    }
-    for (size_t i = 0; i < waits.size(); i++) {
-        order.emplace_back(waits[i].wait.start_ns, rows.size() + i);
-    }
-    std::stable_sort(order.begin(), order.end(),
-                     [](const auto &a, const auto &b) { return a.first < b.first; });
-    nested_.clear();
-    uint64_t id = event_id;
-    for (const auto &[start, i] : order) {
-        ++id;
-        Nested n{i, id, event_id, "STATEMENT"};
-        if (i >= rows.size()) {
-            const auto &w = waits[i - rows.size()];
-            // Stages numbered so far: those that began before the wait.
-            for (const auto &earlier : nested_) {
-                const size_t k = earlier.index;
-                if (k < rows.size() && rows[k].start_ns <= w.wait.start_ns &&
-                    w.wait.start_ns < rows[k].end_ns) {
-                    n.nesting_id = earlier.id;
-                    n.nesting_type = "STAGE";
-                }
-            }
-        }
-        nested_.push_back(n);
-    }
-    return nested_;
-}
-
-namespace {
-
-void put_counters(JsonWriter &j, const server::TaskCounters &used) {
-    j.field("CPU_user", used.user_ns() * 1000);
-    j.field("CPU_system", used.system_ns() * 1000);
-    j.field("Context_voluntary", used.nvcsw);
-    j.field("Context_involuntary", used.nivcsw);
-    j.field("Page_faults_major", used.maj_flt);
-    j.field("Page_faults_minor", used.min_flt);
-    j.field("Block_ops_in", used.read_bytes / 512);
-    j.field("Block_ops_out", used.write_bytes / 512);
-}
-
-}  // namespace
-
-void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
-                                const std::vector<StageRow> &rows,
-                                const std::vector<NamedWait> &waits, uint64_t event_id) {
-    const auto used = st.begin.until(st.end);
-    const bool text = has_text(st);
-    const bool failed = st.failed();
-    {
-        JsonWriter j(out);
-        j.begin_object();
-        j.field("kind", "statement");
-        j.field("pid", pid_);
-        j.field("tid", st.tid);
-        j.field("THREAD_ID", st.thread_id);
-        j.field("EVENT_ID", event_id);
-        j.field("END_EVENT_ID", event_id + rows.size() + waits.size() + 1);
-        j.field("EVENT_NAME", event_name(st));
-        j.field("TIMER_START", st.start_ns * 1000);  // picoseconds, as performance_schema
-        j.field("TIMER_END", st.end_ns * 1000);
-        j.field("TIMER_WAIT", (st.end_ns - st.start_ns) * 1000);
-        j.key("SQL_TEXT");
-        text ? j.value(st.text) : j.null();
-        if (st.truncated()) {
-            j.field("sql_bytes", st.text_len);
-        }
-        j.key("DIGEST_TEXT");
-        text ? j.value(server::digest_text(st.text)) : j.null();
-        j.string_or_null("CURRENT_SCHEMA", st.db);
-        j.field("MYSQL_ERRNO", failed ? st.error : 0);
-        j.key("RETURNED_SQLSTATE");
-        failed ? j.value(st.sqlstate) : j.null();
-        j.key("MESSAGE_TEXT");
-        failed ? j.value(st.message) : j.null();
-        j.field("ERRORS", failed ? 1 : 0);
-        j.field("ROWS_AFFECTED", st.rows_affected);
-        j.field("ROWS_SENT", st.rows_sent);
-        j.field("ROWS_EXAMINED", st.rows_examined);
-        j.field("command", mysql::command_name(st.command));
-        j.field("query_id", st.query_id);
-        j.field("CPU_TIME", used.cpu_ns * 1000);
-        put_counters(j, used);
-        if (!(st.flags & MT_STMT_ENDED) && !(st.flags & MT_STMT_SPLIT)) {
-            j.field("end", "not seen");  // the thread began another command first
-        }
-        if (st.stages_lost) {
-            j.field("stages_lost", st.stages_lost);
-        }
-        if (!st.samples.empty()) {
-            j.key("stage_samples");
-            j.begin_array();
-            for (const auto &smp : st.samples) {
-                j.begin_object();
-                j.field("stage", name_of(smp.stage));
-                j.field("on_cpu_samples", smp.on_cpu);
-                j.field("off_cpu_ns", smp.off_cpu_ns);
-                j.field("switches", smp.switches);
-                j.end_object();
-            }
-            j.end_array();
-        }
-        j.end_object();
-        out += '\n';
-    }
-    for (const auto &n : nested(rows, waits, event_id)) {
-        if (n.index >= rows.size()) {
-            wait_line(out, waits[n.index - rows.size()], n.id, n.nesting_id, n.nesting_type);
-            continue;
-        }
-        const auto &r = rows[n.index];
-        JsonWriter s(out);
-        s.begin_object();
-        s.field("kind", "stage");
-        s.field("pid", pid_);
-        s.field("tid", st.tid);
-        s.field("THREAD_ID", st.thread_id);
-        s.field("EVENT_ID", n.id);
-        s.field("END_EVENT_ID", n.id);
-        s.field("EVENT_NAME", server::stage_event_name(r.name));
-        s.key("SOURCE");
-        if (r.file.empty()) {
-            s.null();
-        } else {
-            // "file:line", built in place: the writer escapes the whole.
-            key_.assign(r.file);
-            key_ += ':';
-            append_uint(key_, r.line);
-            s.value(key_);
-        }
-        s.field("TIMER_START", r.start_ns * 1000);
-        s.field("TIMER_END", r.end_ns * 1000);
-        s.field("TIMER_WAIT", (r.end_ns - r.start_ns) * 1000);
-        s.field("NESTING_EVENT_ID", event_id);
-        s.field("NESTING_EVENT_TYPE", "STATEMENT");
-        put_counters(s, r.used);
-        s.end_object();
-        out += '\n';
-    }
-}
-
-void ServerRenderer::wait_line(std::string &out, const NamedWait &w, uint64_t event_id,
-                               uint64_t nesting_id, const char *nesting_type) {
-    const auto &n = w.name;
-    JsonWriter j(out);
-    j.begin_object();
-    j.field("kind", "wait");
-    j.field("pid", pid_);
-    j.field("tid", w.wait.tid);
-    j.field("THREAD_ID", w.wait.thread_id);
-    j.field("EVENT_ID", event_id);
-    j.field("END_EVENT_ID", event_id);
-    j.field("EVENT_NAME", n.event_name);
-    j.null_field("SOURCE");
-    j.field("TIMER_START", w.wait.start_ns * 1000);
-    j.field("TIMER_END", w.wait.end_ns * 1000);
-    j.field("TIMER_WAIT", (w.wait.end_ns - w.wait.start_ns) * 1000);
-    j.null_field("SPINS");
-    j.string_or_null("OBJECT_SCHEMA", n.object_schema);
-    j.string_or_null("OBJECT_NAME", n.object_name);
-    j.null_field("INDEX_NAME");
-    j.string_or_null("OBJECT_TYPE", n.object_type);
-    j.field("OBJECT_INSTANCE_BEGIN", n.object_instance);
-    j.key("NESTING_EVENT_ID");
-    nesting_id ? j.value(nesting_id) : j.null();
-    j.key("NESTING_EVENT_TYPE");
-    nesting_type ? j.value(nesting_type) : j.null();
-    j.field("OPERATION", n.operation);
-    j.key("NUMBER_OF_BYTES");
-    if (wait_has_bytes(n)) {
-        j.value(w.wait.bytes);
-    } else {
-        j.null();
-    }
-    j.null_field("FLAGS");
-    if (w.wait.kind == MT_WAIT_TABLE) {
-        // As in wait_json: the handler's result of a fetch that found no row.
-        if (w.wait.ret != 0) {
-            j.field("handler_error", w.wait.ret);
-        }
-    } else if (w.wait.ret < 0) {
-        j.field("errno", -w.wait.ret);
-    }
-    j.end_object();
-    out += '\n';
 }
 
 std::string ServerRenderer::profile_rows(const server::Statement &st,

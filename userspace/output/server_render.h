@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Server statements and stages as text rows, performance_schema-shaped JSON,
-// or SHOW PROFILE-like tables (shared/DESIGN.md "Output formats").
+// Server statements and stages as text rows, performance_schema-shaped JSON
+// (server_json.cpp), or SHOW PROFILE-like tables (shared/DESIGN.md "Output
+// formats").
 #pragma once
 
 #include <cstdint>
@@ -75,6 +76,8 @@ class ServerRenderer {
         ClassTotals *totals = nullptr;  // of sampled statements: their digest's
     };
     TextClass &text_class(const server::Statement &st);
+    // Commands whose argument is text worth showing as SQL_TEXT.
+    static bool has_text(const server::Statement &st);
     // Names point into the site table or into names_.
     struct StageRow {
         std::string_view name, function, file;

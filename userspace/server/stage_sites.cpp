@@ -18,6 +18,7 @@
 #include <libelf.h>
 
 #include "elf/disassembler.h"
+#include "server/register_state.h"
 
 namespace mysqltrace::server {
 

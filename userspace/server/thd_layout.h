@@ -2,16 +2,12 @@
 // Offsets of the THD (and Diagnostics_area) fields the server tracer reads,
 // learnt from the code of a mariadbd build without debug info: the exported
 // accessors (thd_get_thread_id, thd_query_id, ...) and a few small methods
-// are walked with a symbolic register tracker, and the offsets are read off
-// the loads and stores they perform. Nothing here knows the numbers of a
-// particular build.
+// are walked with a symbolic register tracker (server/register_state.h),
+// and the offsets are read off the loads and stores they perform. Nothing
+// here knows the numbers of a particular build.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <optional>
-
-#include <capstone/capstone.h>
 
 #include "elf/elf_file.h"
 #include "util/result.h"
@@ -76,67 +72,5 @@ inline constexpr const char *kMysql8EnterStage =
 // ABI of the performance schema interface, not of a build.
 inline constexpr int64_t kPsiStageKey = 0;
 inline constexpr int64_t kPsiStageName = 8;
-
-// ---- Shared with stage_sites.cpp: symbolic values of registers. ----
-
-// What a register holds while straight-line code is walked:
-// base, then for each load "add loads[i] and dereference", then + add.
-// E.g. thd_get_error_number(THD *thd) returns *(*(arg0 + 0x62e0) + 8).
-struct SymValue {
-    static constexpr int8_t kUnknown = -1;  // bases 0..5: the SysV argument registers
-    static constexpr int8_t kAbsolute = 6;  // a link-time address (rip-relative)
-    static constexpr int8_t kConstant = 7;  // an immediate
-
-    int8_t base = kUnknown;
-    uint8_t depth = 0;
-    uint8_t size = 8;  // bytes the last load read (4: `mov 0x10(%rdi), %eax`)
-    std::array<int64_t, 3> loads{};
-    int64_t add = 0;
-    uint64_t origin = 0;  // the instruction that produced the root value
-
-    bool known() const { return base != kUnknown; }
-    // `b + *off`, with no load.
-    bool is_arg(int8_t b, int64_t *off = nullptr) const;
-    // `*(b + loads[0])`, `*(*(b + loads[0]) + loads[1])`, ... with nothing added after.
-    bool is_load(int8_t b, uint8_t d) const { return base == b && depth == d && add == 0; }
-};
-
-struct SymStore {
-    SymValue address;  // where it writes
-    SymValue value;    // what it writes
-    int slot = -1;     // base register of the memory operand (register slot, see reg_slot)
-    int64_t disp = 0;
-    uint8_t size = 0;
-};
-
-// Slot 0-15 of a general-purpose register (any width), or -1.
-int reg_slot(x86_reg r);
-const char *slot_name(int slot);  // "rax".."r15"
-
-class RegisterState {
-  public:
-    void clear() {
-        regs_.fill(SymValue{});
-        n_spills_ = 0;
-    }
-    void set_arguments();  // rdi, rsi, rdx, rcx, r8, r9 = arguments 0-5
-    SymValue get(x86_reg r) const;
-    // The address a memory operand designates (unknown with an index register).
-    SymValue address_of(const cs_insn &insn, const x86_op_mem &m) const;
-    // The store `insn` (decoded in detail mode) performs, if it is a mov to memory.
-    std::optional<SymStore> store_of(const cs_insn &insn) const;
-    // Applies `insn` to the registers.
-    void step(const cs_insn &insn);
-
-  private:
-    void set(x86_reg r, SymValue v);
-    void spill(const x86_op_mem &m, SymValue v);
-    SymValue unspill(const x86_op_mem &m) const;
-    std::array<SymValue, 16> regs_{};
-    // Registers spilled to the frame (`mov %rax, -0x70(%rbp)`) and read back
-    // later, as a large constructor does: by displacement from %rbp.
-    std::array<std::pair<int64_t, SymValue>, 8> spills_{};
-    size_t n_spills_ = 0;
-};
 
 }  // namespace mysqltrace::server

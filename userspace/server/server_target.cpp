@@ -60,18 +60,6 @@ constexpr std::pair<const char *, uint32_t> kTableIoMethods[] = {
     {"_ZN7handler13ha_delete_rowEPKh", MT_TABLE_DELETE_ROW},
 };
 
-Result<elf::ProbeSite> entry_site(const elf::ElfFile &file, const elf::Symbol &sym) {
-    auto code = file.read(sym.vaddr, 16);
-    if (!code) {
-        return code.error();
-    }
-    auto off = file.vaddr_to_offset(sym.vaddr);
-    if (!off) {
-        return off.error();
-    }
-    return elf::place_entry_probe(*code, *off);
-}
-
 // The field an accessor such as thd_query_string(THD*) returns the address
 // of: its first instruction is `lea rax, [rdi + disp]`.
 int64_t lea_accessor_offset(const elf::ElfFile &file, const char *symbol) {
@@ -141,7 +129,7 @@ Result<int64_t> load_bias(pid_t pid, const elf::ElfFile &file, const elf::Symbol
 // single-step its first instruction (never on a hot path) or cannot decode it.
 void add_entry_stage_site(const elf::ElfFile &f, const elf::Symbol &sym, const std::string &name,
                           ServerTarget &t) {
-    auto site = entry_site(f, sym);
+    auto site = entry_probe_site(f, sym);
     if (!site || site->cost == elf::ProbeCost::single_stepped ||
         site->cost == elf::ProbeCost::undecodable) {
         return;
@@ -209,7 +197,7 @@ std::vector<elf::ProbeSite> log_slow_statement_sites(const elf::ElfFile &f,
         }
         return sites;
     }
-    if (auto entry = entry_site(f, *callee); entry && cheap(*entry)) {
+    if (auto entry = entry_probe_site(f, *callee); entry && cheap(*entry)) {
         more->push_back(false);  // which caller it is cannot be told here
         return {*entry};
     }
@@ -286,8 +274,8 @@ Result<ServerTarget> resolve_server(pid_t pid) {
     if (!dispatch || !parse) {
         return Error{ENOENT, "cannot read the symbols of " + t.exe};
     }
-    auto ds = entry_site(f, *dispatch);
-    auto ps = entry_site(f, *parse);
+    auto ds = entry_probe_site(f, *dispatch);
+    auto ps = entry_probe_site(f, *parse);
     if (!ds || !ps) {
         return !ds ? ds.error() : ps.error();
     }
@@ -330,7 +318,7 @@ Result<ServerTarget> resolve_server(pid_t pid) {
             continue;
         }
         // Every row passes here: never a single-stepped instruction.
-        auto site = entry_site(f, *fs);
+        auto site = entry_probe_site(f, *fs);
         if (site && site->cost != elf::ProbeCost::undecodable &&
             site->cost != elf::ProbeCost::single_stepped) {
             t.table_io.push_back({site->offset, op});

@@ -110,7 +110,6 @@ Result<std::vector<MappedFile>> mapped_files(pid_t pid, const std::string &binar
     if (!maps) {
         return maps.error();
     }
-    const std::string root = "/proc/" + std::to_string(pid) + "/root";
     const std::string want_real = binary.empty() ? "" : real_path(binary);
     std::vector<MappedFile> files;
     std::map<std::pair<dev_t, ino_t>, size_t> by_inode;
@@ -123,7 +122,12 @@ Result<std::vector<MappedFile>> mapped_files(pid_t pid, const std::string &binar
         if (std::find(seen.begin(), seen.end(), m.path) == seen.end()) {
             seen.push_back(m.path);
         }
-        const std::string open_path = root + m.path;
+        // Through the process's root, never out of it.
+        auto in_root = proc::path_in_root(pid, m.path);
+        if (!in_root) {
+            continue;
+        }
+        const std::string &open_path = *in_root;
         if (!binary.empty() && m.path != binary && base_name(m.path) != binary &&
             real_path(open_path) != want_real && m.path != want_real) {
             continue;

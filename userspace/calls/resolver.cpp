@@ -2,11 +2,13 @@
 #include "calls/resolver.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 
 #include "bpf/ring_set.h"
 #include "calls/match.h"
 #include "elf/elf_file.h"
+#include "proc/maps.h"
 
 namespace mysqltrace::calls {
 
@@ -58,8 +60,10 @@ AddressResolver::FileSyms &AddressResolver::symbols_of(const std::string &path) 
         return fs;
     }
     fs.loaded = true;
-    auto elf = elf::ElfFile::open("/proc/" + std::to_string(pid_) + "/root" + path);
-    if (!elf) {
+    Result<std::unique_ptr<elf::ElfFile>> elf = Error{ENOENT, path};
+    if (auto in_root = proc::path_in_root(pid_, path)) {
+        elf = elf::ElfFile::open(*in_root);
+    } else if (!proc::process_exists(pid_)) {
         elf = elf::ElfFile::open(path);  // the process has exited
     }
     if (!elf) {

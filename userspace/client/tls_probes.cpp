@@ -42,16 +42,21 @@ Result<std::vector<TlsFunction>> find_tls_functions(pid_t pid) {
     if (!maps) {
         return maps.error();
     }
-    // Through the process's root, so a client in a container is reached.
-    const std::string root = "/proc/" + std::to_string(pid) + "/root";
+    // Through the process's root, so a client in a container is reached,
+    // and never out of it.
     std::vector<std::string> files;
+    auto add = [&](const std::string &p) {
+        if (auto in_root = proc::path_in_root(pid, p)) {
+            files.push_back(std::move(in_root).value());
+        }
+    };
     for (const auto &m : *maps) {
         if (!m.path.empty() && m.path[0] == '/' && m.perms.find('x') != std::string::npos) {
-            files.push_back(root + m.path);
+            add(m.path);
         }
     }
     for (const char *p : kWellKnown) {
-        files.push_back(root + p);
+        add(p);
     }
     // One probe per file, however many names reach it.
     std::set<std::pair<dev_t, ino_t>> seen;

@@ -5,6 +5,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <fstream>
 #include <signal.h>
 #include <sstream>
@@ -55,6 +58,36 @@ Result<FileLocation> locate_address(pid_t pid, uint64_t addr) {
         }
     }
     return Error{ENOENT, "address is not mapped"};
+}
+
+Result<std::string> path_in_root(pid_t pid, const std::string &path) {
+    const std::string root = "/proc/" + std::to_string(pid) + "/root";
+    const std::string via_root = root + path;
+    int root_fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) {
+        return make_error(errno, "cannot open " + root);
+    }
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    const int fd =
+        static_cast<int>(::syscall(SYS_openat2, root_fd, path.c_str(), &how, sizeof(how)));
+    const int err = errno;
+    ::close(root_fd);
+    if (fd < 0) {
+        return make_error(err,
+                          "cannot open " + path + " inside the root of pid " + std::to_string(pid));
+    }
+    struct stat inside {
+    }, plain{};
+    const bool same = ::fstat(fd, &inside) == 0 && ::stat(via_root.c_str(), &plain) == 0 &&
+                      inside.st_dev == plain.st_dev && inside.st_ino == plain.st_ino;
+    ::close(fd);
+    if (!same) {
+        return Error{EXDEV, via_root + " leads out of the root of pid " + std::to_string(pid) +
+                                " (a symlink to an absolute path?): not read"};
+    }
+    return via_root;
 }
 
 bool process_exists(pid_t pid) {

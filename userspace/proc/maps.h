@@ -29,6 +29,14 @@ struct FileLocation {
 };
 Result<FileLocation> locate_address(pid_t pid, uint64_t addr);
 
+// `path` as process `pid` sees it, reached from here through
+// /proc/PID/root: that path, when it names the same file as `path` resolved
+// inside the process's root (openat2 RESOLVE_IN_ROOT). A symlink in a
+// container's tree that points out of it (an absolute link is followed from
+// the tracer's own root otherwise) gets an error instead: a tracer running as
+// root must never read or probe a host file a container user chose.
+Result<std::string> path_in_root(pid_t pid, const std::string &path);
+
 // True when the process exists (it may belong to another user).
 bool process_exists(pid_t pid);
 

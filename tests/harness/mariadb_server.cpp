@@ -37,7 +37,9 @@ namespace fs = std::filesystem;
 using namespace harness;
 using namespace std::chrono_literals;
 
-constexpr const char *kDirPrefix = "mysqltrace-test-";
+// Only directories the harness made carry it: the stale sweep must not take
+// another tool's (TempDir's "mysqltrace-test-", the package test's).
+constexpr const char *kDirPrefix = "mysqltrace-srv-";
 constexpr const char *kOwnerFile = "owner.pid";
 constexpr const char *kUser = "mt";
 constexpr const char *kPassword = "mtpass";
@@ -102,7 +104,7 @@ std::string temp_base() {
     }
     // The socket lives in the server's directory and sun_path holds only 107
     // characters; a long TMPDIR would make mariadbd fail late and obscurely.
-    const size_t needed = base.size() + std::strlen("/mysqltrace-test-XXXXXX/mysql.sock");
+    const size_t needed = base.size() + std::strlen("/mysqltrace-srv-XXXXXX/mysql.sock");
     if (needed >= sizeof(sockaddr_un::sun_path)) {
         base = "/tmp";
     }

@@ -35,10 +35,13 @@
 # MT_STOP_TIMEOUT (s, 30), MT_CHROOT_TIMEOUT (s to wait for another build, 900).
 set -euo pipefail
 
-readonly MT_USER_NAME=mt
-readonly MT_USER_PASSWORD=mtpass
-# Marks a directory this script made, so stop never removes anything else.
-readonly MARKER=.mysqltrace-sandbox
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+SANDBOX_NAME=mysql-sandbox
+SANDBOX_SERVER=mysqld
+SANDBOX_PID_FILE=mysqld.pid
+SANDBOX_PORT_TAKEN='Do you already have another mysqld server running on port'
+# shellcheck source=scripts/sandbox-lib.sh
+source "${SELF%/*}/sandbox-lib.sh"
 # Everything the chroot holds besides sid's essentials: the server, Oracle's
 # CLI and client library (headers too, for programs built against it), and CA
 # certificates for TLS tests. Changing the list rebuilds the cached chroot.
@@ -46,11 +49,7 @@ readonly CHROOT_PACKAGES=(mysql-server-core mysql-client libmysqlclient-dev ca-c
 # Bump when the chroot's preparation below changes, to rebuild caches.
 readonly CHROOT_FORMAT=1
 MYSQL_CHROOT=${MYSQL_CHROOT:-/var/cache/mysqltrace/mysql-sid}
-MARIADB_CLIENT=${MARIADB_CLIENT:-/usr/bin/mariadb}
-START_TIMEOUT=${MT_START_TIMEOUT:-60}
-STOP_TIMEOUT=${MT_STOP_TIMEOUT:-30}
 CHROOT_TIMEOUT=${MT_CHROOT_TIMEOUT:-900}
-SELF=$(readlink -f "${BASH_SOURCE[0]}")
 
 # MariaDB's list plus MySQL's events_statements_cpu.
 PFS_CONSUMERS=(
@@ -60,11 +59,6 @@ PFS_CONSUMERS=(
     events-waits-current events-waits-history events-waits-history-long
     global-instrumentation statements-digest thread-instrumentation
 )
-
-die() {
-    echo "mysql-sandbox: $*" >&2
-    exit 1
-}
 
 usage() {
     sed -n '9,22p' "$SELF" | sed 's/^# \{0,1\}//' >&2
@@ -217,45 +211,6 @@ cmd_exec() {
         exec chroot "$root" "$@"' sh "$MYSQL_CHROOT" "$dir" "$base" "$@"
 }
 
-# The kernel hands out a port that is free now; start retries if mysqld
-# loses the race for it.
-free_port() {
-    perl -MIO::Socket::INET -e '
-        my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0, Proto => "tcp")
-            or die "cannot bind a loopback port: $!\n";
-        print $s->sockport, "\n";'
-}
-
-ping_server() {
-    "$MARIADB_CLIENT" --no-defaults --protocol=socket --socket="$1" \
-        --user="$MT_USER_NAME" --password="$MT_USER_PASSWORD" \
-        --connect-timeout=2 --batch --skip-column-names -e 'SELECT 1' >/dev/null 2>&1
-}
-
-# Prints the pid only if it is a live mysqld serving DIR's datadir, so a
-# stale pid file never gets an unrelated process killed.
-server_pid() {
-    local dir=$1 pid
-    [[ -r $dir/mysqld.pid ]] || return 1
-    pid=$(<"$dir/mysqld.pid")
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    [[ -r /proc/$pid/cmdline ]] || return 1
-    tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qxF -- "--datadir=$dir/data" || return 1
-    echo "$pid"
-}
-
-# A stopped server stays a zombie until init reaps it, which can take a
-# while; it no longer holds the datadir, so it counts as gone.
-alive() {
-    local state
-    state=$(sed -n 's/^.*) \(.\).*$/\1/p' "/proc/$1/stat" 2>/dev/null) || return 1
-    [[ -n $state && $state != Z ]]
-}
-
-abs_dir() {
-    (cd "$1" && pwd -P)
-}
-
 cmd_start() {
     [[ $# -ge 1 ]] || usage
     local dir=$1
@@ -277,19 +232,7 @@ cmd_start() {
     done
     [[ $(id -u) -eq 0 ]] || die "start needs root (chroot, mount namespace)"
 
-    if [[ -e $dir ]]; then
-        [[ -d $dir ]] || die "$dir exists and is not a directory"
-        [[ -z $(ls -A "$dir") ]] || die "$dir is not empty"
-    else
-        mkdir -p "$dir"
-    fi
-    dir=$(abs_dir "$dir")
-    chmod 700 "$dir"
-    : >"$dir/$MARKER"
-
-    local sock=$dir/mysql.sock
-    # sun_path holds 107 characters; mysqld would fail with a vaguer message.
-    [[ ${#sock} -le 107 ]] || die "socket path too long (${#sock} > 107): $sock"
+    sandbox_make_dir "$dir"
     ensure_chroot
 
     # Runs at the end of --initialize. caching_sha2_password is 9.x's only
@@ -312,103 +255,22 @@ EOF
     local -a pfs_args=()
     case $pfs in
     off) pfs_args=(--performance-schema=OFF) ;;
-    full)
-        pfs_args=(--performance-schema=ON '--performance-schema-instrument=%=ON')
-        local c
-        for c in "${PFS_CONSUMERS[@]}"; do
-            pfs_args+=("--performance-schema-consumer-$c=ON")
-        done
-        ;;
+    full) sandbox_pfs_full "${PFS_CONSUMERS[@]}" ;;
     esac
 
-    local port pid log_start deadline
-    local attempt
-    for ((attempt = 1; attempt <= 8; attempt++)); do
-        port=$(free_port)
-        log_start=$(($(stat -c %s "$dir/error.log" 2>/dev/null || echo 0) + 1))
+    launch() {
         # setsid: the server outlives this script and the caller's terminal.
         setsid "$SELF" exec "$dir" -- /usr/sbin/mysqld --no-defaults --user=root \
-            --datadir="$dir/data" --socket="$sock" --port="$port" \
-            --bind-address=127.0.0.1 --pid-file="$dir/mysqld.pid" \
+            --datadir="$dir/data" --socket="$dir/mysql.sock" --port="$1" \
+            --bind-address=127.0.0.1 --pid-file="$dir/$SANDBOX_PID_FILE" \
             --log-error="$dir/error.log" --tmpdir="$dir" \
             --secure-file-priv= --mysqlx=OFF --skip-log-bin --skip-name-resolve \
             "${pfs_args[@]}" "${extra[@]}" \
             </dev/null >>"$dir/error.log" 2>&1 &
-        pid=$!
-        deadline=$((SECONDS + START_TIMEOUT))
-        while ! ping_server "$sock"; do
-            if ! kill -0 "$pid" 2>/dev/null; then
-                wait "$pid" 2>/dev/null || true
-                pid=
-                break
-            fi
-            if ((SECONDS >= deadline)); then
-                kill -KILL "$pid" 2>/dev/null || true
-                wait "$pid" 2>/dev/null || true
-                tail -c +"$log_start" "$dir/error.log" | tail -n 20 >&2
-                die "mysqld did not answer within ${START_TIMEOUT}s (log: $dir/error.log; 'stop $dir' removes it)"
-            fi
-            sleep 0.05
-        done
-        [[ -z $pid ]] || break
-        if ! tail -c +"$log_start" "$dir/error.log" | grep -q 'Do you already have another mysqld server running on port'; then
-            tail -c +"$log_start" "$dir/error.log" | tail -n 20 >&2
-            die "mysqld exited before answering (log: $dir/error.log; 'stop $dir' removes it)"
-        fi
-    done
-    [[ -n $pid ]] || die "mysqld could not bind a free loopback port"
-
-    {
-        printf 'MT_SOCKET=%q\n' "$sock"
-        printf 'MT_HOST=127.0.0.1\n'
-        printf 'MT_PORT=%q\n' "$port"
-        printf 'MT_PID=%q\n' "$pid"
-        printf 'MT_USER=%q\n' "$MT_USER_NAME"
-        printf 'MT_PASSWORD=%q\n' "$MT_USER_PASSWORD"
-        printf 'MT_DATADIR=%q\n' "$dir/data"
-        printf 'MT_ERROR_LOG=%q\n' "$dir/error.log"
-        printf 'MT_CHROOT=%q\n' "$MYSQL_CHROOT"
-    } >"$dir/env"
-    cat "$dir/env"
-}
-
-cmd_stop() {
-    [[ $# -eq 1 ]] || usage
-    [[ -d $1 ]] || die "no such directory: $1"
-    local dir
-    dir=$(abs_dir "$1")
-    [[ -e $dir/$MARKER ]] || die "$dir was not made by mysql-sandbox.sh start; not touching it"
-    local pid
-    if pid=$(server_pid "$dir"); then
-        # SIGTERM is mysqld's clean shutdown.
-        kill -TERM "$pid" 2>/dev/null || true
-        local deadline=$((SECONDS + STOP_TIMEOUT))
-        while alive "$pid" && ((SECONDS < deadline)); do
-            sleep 0.05
-        done
-        if alive "$pid"; then
-            echo "mysql-sandbox: mysqld $pid did not stop within ${STOP_TIMEOUT}s; killing it" >&2
-            kill -KILL "$pid" 2>/dev/null || true
-            while alive "$pid"; do
-                sleep 0.05
-            done
-        fi
-    fi
-    rm -rf -- "$dir"
-}
-
-cmd_status() {
-    [[ $# -eq 1 ]] || usage
-    [[ -d $1 ]] || die "no such directory: $1"
-    local dir pid
-    dir=$(abs_dir "$1")
-    if pid=$(server_pid "$dir") && ping_server "$dir/mysql.sock"; then
-        echo "running (pid $pid)"
-        [[ -r $dir/env ]] && cat "$dir/env"
-        return 0
-    fi
-    echo "not running"
-    return 1
+    }
+    local port pid
+    sandbox_run "$dir" launch
+    sandbox_env "$dir" "$port" "$pid" MT_CHROOT="$MYSQL_CHROOT"
 }
 
 cmd_client() {

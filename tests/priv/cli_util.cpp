@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <grp.h>
 
 namespace mysqltrace::test {
@@ -129,6 +130,13 @@ CommandResult BackgroundCommand::wait() {
         pid_ = -1;
     }
     return result_;
+}
+
+std::string read_file(const std::string &path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
 }
 
 std::vector<nlohmann::json> read_json_lines(const std::string &path) {

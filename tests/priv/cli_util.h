@@ -21,6 +21,9 @@ struct CommandResult {
 // and waits for it.
 CommandResult run_command(const std::vector<std::string> &argv, uid_t as_uid = 0);
 
+// A file's contents ("" if it cannot be read).
+std::string read_file(const std::string &path);
+
 // Every line of a JSON-lines file (a --format json trace), parsed.
 std::vector<nlohmann::json> read_json_lines(const std::string &path);
 

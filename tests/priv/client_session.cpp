@@ -156,14 +156,8 @@ TracedSession run_under_run(const std::vector<std::string> &client_argv,
         }
         s.tracer_exit = client.finish();
     }
-    auto slurp = [](const std::string &path) {
-        std::ifstream in(path);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        return ss.str();
-    };
-    s.tracer_stderr = slurp(err_path);
-    s.trace = slurp(out_path);
+    s.tracer_stderr = read_file(err_path);
+    s.trace = read_file(out_path);
     s.normalised = normalise_trace(s.trace);
     return s;
 }

@@ -30,13 +30,6 @@ namespace fs = std::filesystem;
 
 const std::string kSandbox = std::string(MYSQLTRACE_SOURCE_DIR) + "/scripts/mysql-sandbox.sh";
 
-std::string slurp(const std::string &path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 class OracleClient : public ::testing::Test {
   protected:
     static void TearDownTestSuite() { server_.reset(); }
@@ -231,7 +224,7 @@ TEST_P(OracleAuth, RebuiltSequenceEqualsTheLibrarysOwnTrace) {
                         "Query attributes: trace_id='abc123', n2='v2'"),
               q.details.end());
     // Secrets: no trace of the password, in clear or hex.
-    const std::string raw = slurp(out_);
+    const std::string raw = read_file(out_);
     EXPECT_EQ(raw.find("mtpass"), std::string::npos);
     EXPECT_EQ(raw.find("6d7470617373"), std::string::npos);
 }
@@ -283,7 +276,7 @@ TEST_F(OracleClient, ClientPidJoinsTheCliMidConnectionWithQueryAttributes) {
     EXPECT_EQ(client.finish(), 0);
     auto r = tracer.wait();
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    const std::string trace = slurp(out_);
+    const std::string trace = read_file(out_);
     EXPECT_EQ(trace.find("\\x00"), std::string::npos) << trace;
     EXPECT_TRUE(matches_expected("oracle_cli_mid_connection.mysql", normalise_trace(trace)));
 }

@@ -17,13 +17,16 @@
 #include "harness/mariadb_server.h"
 #include "priv/cli_util.h"
 #include "priv/priv.h"
+#include "priv/server_session.h"
 
 namespace {
 
 using mysqltrace::test::BackgroundCommand;
 using mysqltrace::test::MariadbServer;
+using mysqltrace::test::read_file;
 using mysqltrace::test::read_json_lines;
 using mysqltrace::test::run_command;
+using mysqltrace::test::server_tracer_argv;
 using mysqltrace::test::ServerFlavour;
 using mysqltrace::test::ServerOptions;
 using nlohmann::json;
@@ -46,13 +49,6 @@ const std::vector<std::string> kRedacted = {
     "select aes_encrypt('x', '<redacted>')",
     "create user u3 identified by '<redacted>' garbage",
 };
-
-std::string slurp(const std::string &path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 class Secrets : public ::testing::TestWithParam<ServerFlavour> {
   protected:
@@ -83,10 +79,7 @@ class Secrets : public ::testing::TestWithParam<ServerFlavour> {
     }
 
     BackgroundCommand trace(const std::vector<std::string> &extra) {
-        std::vector<std::string> argv = {MYSQLTRACE_BINARY, "server", "--pid",
-                                         std::to_string(server_->pid())};
-        argv.insert(argv.end(), extra.begin(), extra.end());
-        return BackgroundCommand(argv);
+        return BackgroundCommand(server_tracer_argv(*server_, extra));
     }
 
     std::unique_ptr<MariadbServer> server_;
@@ -126,12 +119,12 @@ TEST_P(Secrets, ServerRedactsEveryFormat) {
     EXPECT_EQ(texts, kRedacted);
     EXPECT_NE(parse_error.find("near '<redacted>'"), std::string::npos) << parse_error;
     // No byte of a secret anywhere: text, JSON, profile, every trace file.
-    all += slurp(dir + "/t.txt") + slurp(dir + "/t.json") + slurp(dir + "/t.profile");
+    all += read_file(dir + "/t.txt") + read_file(dir + "/t.json") + read_file(dir + "/t.profile");
     size_t files_seen = 0;
     if (DIR *d = opendir((dir + "/pfs").c_str())) {
         while (dirent *e = readdir(d)) {
             if (e->d_name[0] != '.') {
-                all += slurp(dir + "/pfs/" + e->d_name);
+                all += read_file(dir + "/pfs/" + e->d_name);
                 files_seen++;
             }
         }
@@ -140,7 +133,8 @@ TEST_P(Secrets, ServerRedactsEveryFormat) {
     EXPECT_GE(files_seen, 1u);
     EXPECT_EQ(all.find("hunter"), std::string::npos);
     for (const char *out : {"/t.txt", "/t.profile"}) {
-        EXPECT_NE(slurp(dir + out).find("identified by '<redacted>'"), std::string::npos) << out;
+        EXPECT_NE(read_file(dir + out).find("identified by '<redacted>'"), std::string::npos)
+            << out;
     }
 }
 
@@ -179,7 +173,7 @@ TEST_P(Secrets, ClientSideRedactsStatementsAndTheirErrors) {
              "exec /usr/bin/mariadb --no-defaults --socket=" + server_->socket_path() +
                  " --user=root --force < " + script});
         EXPECT_NE(r.err.find("ERROR 1064"), std::string::npos) << r.err;
-        const std::string trace = slurp(out);
+        const std::string trace = read_file(out);
         EXPECT_EQ(trace.find("hunter"), std::string::npos) << format << ":\n" << trace;
         for (const std::string &s : kRedacted) {
             EXPECT_NE(trace.find(s), std::string::npos) << format << ": " << s;

@@ -24,14 +24,20 @@
 #include "harness/mariadb_server.h"
 #include "priv/cli_util.h"
 #include "priv/priv.h"
+#include "priv/server_session.h"
 
 namespace {
 
 using mysqltrace::test::BackgroundCommand;
+using mysqltrace::test::connect_to;
 using mysqltrace::test::MariadbServer;
 using mysqltrace::test::read_json_lines;
+using mysqltrace::test::run_prepared;
+using mysqltrace::test::run_query;
 using mysqltrace::test::ServerFlavour;
 using mysqltrace::test::ServerOptions;
+using mysqltrace::test::start_server_tracer;
+using mysqltrace::test::wait_gone;
 using nlohmann::json;
 
 std::string base_name(const std::string &path) {
@@ -75,59 +81,7 @@ class MysqlModes : public ::testing::TestWithParam<bool> {
     static bool pfs() { return GetParam(); }
 
     MYSQL *connect(const std::string &user = "", const std::string &password = "") {
-        MYSQL *m = mysql_init(nullptr);
-        const std::string &u = user.empty() ? server_->user() : user;
-        const std::string &p = user.empty() ? server_->password() : password;
-        EXPECT_NE(mysql_real_connect(m, nullptr, u.c_str(), p.c_str(), "mt_db", 0,
-                                     server_->socket_path().c_str(), CLIENT_MULTI_STATEMENTS),
-                  nullptr)
-            << mysql_error(m);
-        return m;
-    }
-
-    static unsigned query(MYSQL *m, const std::string &sql) {
-        if (mysql_query(m, sql.c_str()) != 0) {
-            return mysql_errno(m);
-        }
-        do {
-            mysql_free_result(mysql_store_result(m));
-        } while (mysql_next_result(m) == 0);
-        return mysql_errno(m);
-    }
-
-    static void prepared(MYSQL *m, const std::string &sql, int v) {
-        MYSQL_STMT *st = mysql_stmt_init(m);
-        ASSERT_EQ(mysql_stmt_prepare(st, sql.c_str(), sql.size()), 0) << mysql_stmt_error(st);
-        MYSQL_BIND b{};
-        b.buffer_type = MYSQL_TYPE_LONG;
-        b.buffer = &v;
-        ASSERT_EQ(mysql_stmt_bind_param(st, &b), 0);
-        ASSERT_EQ(mysql_stmt_execute(st), 0) << mysql_stmt_error(st);
-        mysql_stmt_store_result(st);
-        mysql_stmt_close(st);
-    }
-
-    void wait_gone(unsigned long id) {
-        for (int i = 0; i < 200; i++) {
-            auto rows =
-                server_->query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = " +
-                               std::to_string(id));
-            ASSERT_TRUE(rows.ok()) << rows.error().message;
-            if ((*rows)[0][0] == "0") {
-                return;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        FAIL() << "connection " << id << " did not go away";
-    }
-
-    std::unique_ptr<BackgroundCommand> start_tracer(std::vector<std::string> extra) {
-        std::vector<std::string> argv = {MYSQLTRACE_BINARY, "server", "--pid",
-                                         std::to_string(server_->pid())};
-        argv.insert(argv.end(), extra.begin(), extra.end());
-        auto t = std::make_unique<BackgroundCommand>(argv);
-        EXPECT_TRUE(t->wait_for_stderr("Ctrl-C to stop"));
-        return t;
+        return connect_to(*server_, CLIENT_MULTI_STATEMENTS, "mt_db", user, password);
     }
 
     // performance_schema's THREAD_ID of connection `id`.
@@ -208,16 +162,17 @@ TEST_P(MysqlModes, ExactStagesFollowPerformanceSchema) {
                 .ok());
         pfs_id = pfs_thread(id);
     }
-    auto tracer = start_tracer({"--stages", "exact", "--format", "json", "--output", out_path_});
-    ASSERT_EQ(query(m, "select a, b from t where a >= 2"), 0u);
-    ASSERT_EQ(query(m, "insert into t values (10, 'k')"), 0u);
-    ASSERT_EQ(query(m, "update t set b = 'u' where a = 1"), 0u);
-    ASSERT_EQ(query(m, "delete from t where a = 10"), 0u);
-    EXPECT_EQ(query(m, "select nosuch from t"), 1054u);
-    ASSERT_EQ(query(m, "select 1; select b from t where a = 2"), 0u);
-    prepared(m, "select a, b from t where a = ?", 2);
+    auto tracer = start_server_tracer(
+        *server_, {"--stages", "exact", "--format", "json", "--output", out_path_});
+    ASSERT_EQ(run_query(m, "select a, b from t where a >= 2"), 0u);
+    ASSERT_EQ(run_query(m, "insert into t values (10, 'k')"), 0u);
+    ASSERT_EQ(run_query(m, "update t set b = 'u' where a = 1"), 0u);
+    ASSERT_EQ(run_query(m, "delete from t where a = 10"), 0u);
+    EXPECT_EQ(run_query(m, "select nosuch from t"), 1054u);
+    ASSERT_EQ(run_query(m, "select 1; select b from t where a = 2"), 0u);
+    run_prepared(m, "select a, b from t where a = ?", 2);
     mysql_close(m);
-    wait_gone(id);
+    wait_gone(*server_, id);
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find(" 0 records dropped; interrupted\n"), std::string::npos) << r.err;
@@ -307,10 +262,11 @@ TEST_P(MysqlModes, ProfileFormatNamesStagesAsMysqlDoes) {
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
     const unsigned long id = mysql_thread_id(m);
-    auto tracer = start_tracer({"--stages", "exact", "--format", "profile", "--output", out_path_});
-    ASSERT_EQ(query(m, "select a, b from t where a >= 2"), 0u);
+    auto tracer = start_server_tracer(
+        *server_, {"--stages", "exact", "--format", "profile", "--output", out_path_});
+    ASSERT_EQ(run_query(m, "select a, b from t where a >= 2"), 0u);
     mysql_close(m);
-    wait_gone(id);
+    wait_gone(*server_, id);
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::ifstream in(out_path_);
@@ -345,12 +301,14 @@ TEST_P(MysqlModes, ProfileFormatNamesStagesAsMysqlDoes) {
 TEST_P(MysqlModes, SampledStagesFindTheDominantStage) {
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
-    auto tracer = start_tracer({"--format", "json", "--output", out_path_});  // sampled: default
+    auto tracer = start_server_tracer(
+        *server_, {"--format", "json", "--output", out_path_});  // sampled: default
     for (int i = 0; i < 2; i++) {
-        ASSERT_EQ(query(m, "select sleep(0.3)"), 0u);
+        ASSERT_EQ(run_query(m, "select sleep(0.3)"), 0u);
         // CPU-bound (9.7 has no md5() without a component; rand() defeats
         // constant folding).
-        ASSERT_EQ(query(m, "select benchmark(600000, crc32(concat('mysqltrace', rand())))"), 0u);
+        ASSERT_EQ(run_query(m, "select benchmark(600000, crc32(concat('mysqltrace', rand())))"),
+                  0u);
     }
     mysql_close(m);
     auto r = tracer->stop(SIGINT);
@@ -384,18 +342,18 @@ TEST_P(MysqlModes, WaitsOfLocksFilesAndIdleTime) {
     MYSQL *waiter = connect();
     ASSERT_NE(holder, nullptr);
     ASSERT_NE(waiter, nullptr);
-    auto tracer =
-        start_tracer({"--waits", "--stages", "exact", "--format", "json", "--output", out_path_});
+    auto tracer = start_server_tracer(
+        *server_, {"--waits", "--stages", "exact", "--format", "json", "--output", out_path_});
     // A table lock held for 300 ms: the other connection's select waits.
-    ASSERT_EQ(query(holder, "lock tables t write"), 0u);
-    std::thread blocked([&] { EXPECT_EQ(query(waiter, "select count(*) from t"), 0u); });
+    ASSERT_EQ(run_query(holder, "lock tables t write"), 0u);
+    std::thread blocked([&] { EXPECT_EQ(run_query(waiter, "select count(*) from t"), 0u); });
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    ASSERT_EQ(query(holder, "unlock tables"), 0u);
+    ASSERT_EQ(run_query(holder, "unlock tables"), 0u);
     blocked.join();
     // A commit: InnoDB writes and syncs its redo log in the committing thread.
-    ASSERT_EQ(query(waiter, "insert into t values (20, repeat('y', 20))"), 0u);
+    ASSERT_EQ(run_query(waiter, "insert into t values (20, repeat('y', 20))"), 0u);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    ASSERT_EQ(query(waiter, "select 'after idle'"), 0u);
+    ASSERT_EQ(run_query(waiter, "select 'after idle'"), 0u);
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find(" 0 records dropped;"), std::string::npos) << r.err;
@@ -465,8 +423,8 @@ TEST_P(MysqlModes, TableIoEqualsPerformanceSchemaCounts) {
         ASSERT_TRUE(
             server_->query("TRUNCATE performance_schema.table_io_waits_summary_by_table").ok());
     }
-    auto tracer =
-        start_tracer({"--table-io", "--stages", "off", "--format", "json", "--output", out_path_});
+    auto tracer = start_server_tracer(
+        *server_, {"--table-io", "--stages", "off", "--format", "json", "--output", out_path_});
     // op, or op:handler_error.
     const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
         {"select * from t where a = 2", {"fetch"}},
@@ -478,7 +436,7 @@ TEST_P(MysqlModes, TableIoEqualsPerformanceSchemaCounts) {
         {"select * from t where a = 99", {"fetch:120"}},
     };
     for (const auto &[sql, ops] : expected) {
-        ASSERT_EQ(query(m, sql), 0u) << sql;
+        ASSERT_EQ(run_query(m, sql), 0u) << sql;
     }
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -527,19 +485,20 @@ TEST_P(MysqlModes, AccountsFilterAndNameTraceFiles) {
                     .ok());
     const std::string by_user = server_->root_dir() + "/by_user.json";
     const std::string dir = server_->root_dir() + "/files";
-    auto filtered = start_tracer({"--user", "mt_other", "--format", "json", "--output", by_user});
-    auto files = start_tracer({"--format", "pfs-sql", "--output", dir});
+    auto filtered = start_server_tracer(
+        *server_, {"--user", "mt_other", "--format", "json", "--output", by_user});
+    auto files = start_server_tracer(*server_, {"--format", "pfs-sql", "--output", dir});
     MYSQL *mine = connect();
     MYSQL *other = connect("mt_other", "otherpw");
     ASSERT_NE(mine, nullptr);
     ASSERT_NE(other, nullptr);
     const unsigned long mine_id = mysql_thread_id(mine), other_id = mysql_thread_id(other);
-    ASSERT_EQ(query(mine, "select 'mine'"), 0u);
-    ASSERT_EQ(query(other, "select 'other'"), 0u);
+    ASSERT_EQ(run_query(mine, "select 'mine'"), 0u);
+    ASSERT_EQ(run_query(other, "select 'other'"), 0u);
     mysql_close(mine);
     mysql_close(other);
-    wait_gone(mine_id);
-    wait_gone(other_id);
+    wait_gone(*server_, mine_id);
+    wait_gone(*server_, other_id);
     for (auto *t : {filtered.get(), files.get()}) {
         auto r = t->stop(SIGINT);
         EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -18,14 +18,20 @@
 #include "harness/mariadb_server.h"
 #include "priv/cli_util.h"
 #include "priv/priv.h"
+#include "priv/server_session.h"
 
 namespace {
 
 using mysqltrace::test::BackgroundCommand;
+using mysqltrace::test::connect_to;
 using mysqltrace::test::MariadbServer;
 using mysqltrace::test::read_json_lines;
+using mysqltrace::test::run_prepared;
+using mysqltrace::test::run_query;
+using mysqltrace::test::server_tracer_argv;
 using mysqltrace::test::ServerFlavour;
 using mysqltrace::test::ServerOptions;
+using mysqltrace::test::wait_gone;
 using nlohmann::json;
 
 // One statement as performance_schema shows it; "NULL" for SQL NULL.
@@ -80,52 +86,7 @@ class ServerMysql : public ::testing::TestWithParam<bool> {
         out_path_ = server_->root_dir() + "/trace.json";
     }
 
-    MYSQL *connect() {
-        MYSQL *m = mysql_init(nullptr);
-        EXPECT_NE(
-            mysql_real_connect(m, nullptr, server_->user().c_str(), server_->password().c_str(),
-                               nullptr, 0, server_->socket_path().c_str(), CLIENT_MULTI_STATEMENTS),
-            nullptr)
-            << mysql_error(m);
-        return m;
-    }
-
-    static unsigned query(MYSQL *m, const std::string &sql) {
-        if (mysql_query(m, sql.c_str()) != 0) {
-            return mysql_errno(m);
-        }
-        do {
-            mysql_free_result(mysql_store_result(m));
-        } while (mysql_next_result(m) == 0);
-        return mysql_errno(m);
-    }
-
-    // Prepares `sql`, executes it with one int parameter, closes it.
-    static void prepared(MYSQL *m, const std::string &sql, int v) {
-        MYSQL_STMT *st = mysql_stmt_init(m);
-        ASSERT_EQ(mysql_stmt_prepare(st, sql.c_str(), sql.size()), 0) << mysql_stmt_error(st);
-        MYSQL_BIND b{};
-        b.buffer_type = MYSQL_TYPE_LONG;
-        b.buffer = &v;
-        ASSERT_EQ(mysql_stmt_bind_param(st, &b), 0);
-        ASSERT_EQ(mysql_stmt_execute(st), 0) << mysql_stmt_error(st);
-        mysql_stmt_store_result(st);
-        mysql_stmt_close(st);
-    }
-
-    void wait_gone(unsigned long id) {
-        for (int i = 0; i < 200; i++) {
-            auto rows =
-                server_->query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = " +
-                               std::to_string(id));
-            ASSERT_TRUE(rows.ok()) << rows.error().message;
-            if ((*rows)[0][0] == "0") {
-                return;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        FAIL() << "connection " << id << " did not go away";
-    }
+    MYSQL *connect() { return connect_to(*server_, CLIENT_MULTI_STATEMENTS); }
 
     std::unique_ptr<MariadbServer> server_;
     std::string out_path_;
@@ -189,25 +150,24 @@ TEST_P(ServerMysql, StatementsEqualPerformanceSchema) {
         ASSERT_TRUE(t.ok() && t->size() == 1);
         pfs_thread = (*t)[0][0];
     }
-    auto tracer = std::make_unique<BackgroundCommand>(std::vector<std::string>{
-        MYSQLTRACE_BINARY, "server", "--pid", std::to_string(server_->pid()), "--stages", "off",
-        "--format", "json", "--output", out_path_});
+    auto tracer = std::make_unique<BackgroundCommand>(server_tracer_argv(
+        *server_, {"--stages", "off", "--format", "json", "--output", out_path_}));
     ASSERT_TRUE(tracer->wait_for_stderr("Ctrl-C to stop")) << tracer->stop(SIGKILL).err;
 
-    ASSERT_EQ(query(m, "select 1"), 0u);
+    ASSERT_EQ(run_query(m, "select 1"), 0u);
     ASSERT_EQ(mysql_select_db(m, "mt_db"), 0);
     ASSERT_EQ(mysql_ping(m), 0);
-    EXPECT_EQ(query(m, "select 1;  select 2, 3;select * from no_such_table; select 4"), 1146u);
-    ASSERT_EQ(query(m, "insert into t values (1, 'a'), (2, 'b'), (3, 'c')"), 0u);
-    ASSERT_EQ(query(m, "select a from t where a >= 2"), 0u);
-    ASSERT_EQ(query(m, "update t set b = 'z' where a = 1"), 0u);
-    ASSERT_EQ(query(m, "delete from t where a = 3"), 0u);
-    EXPECT_EQ(query(m, "select nosuch from t"), 1054u);
-    prepared(m, "select a, b from t where a = ?", 2);
-    prepared(m, "insert into t values (?, 'p')", 7);
-    ASSERT_EQ(query(m, "select connection_id()"), 0u);
+    EXPECT_EQ(run_query(m, "select 1;  select 2, 3;select * from no_such_table; select 4"), 1146u);
+    ASSERT_EQ(run_query(m, "insert into t values (1, 'a'), (2, 'b'), (3, 'c')"), 0u);
+    ASSERT_EQ(run_query(m, "select a from t where a >= 2"), 0u);
+    ASSERT_EQ(run_query(m, "update t set b = 'z' where a = 1"), 0u);
+    ASSERT_EQ(run_query(m, "delete from t where a = 3"), 0u);
+    EXPECT_EQ(run_query(m, "select nosuch from t"), 1054u);
+    run_prepared(m, "select a, b from t where a = ?", 2);
+    run_prepared(m, "insert into t values (?, 'p')", 7);
+    ASSERT_EQ(run_query(m, "select connection_id()"), 0u);
     mysql_close(m);
-    wait_gone(id);
+    wait_gone(*server_, id);
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find(" 0 records dropped; interrupted\n"), std::string::npos) << r.err;

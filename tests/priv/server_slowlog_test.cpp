@@ -17,12 +17,15 @@
 #include "harness/mariadb_server.h"
 #include "priv/cli_util.h"
 #include "priv/priv.h"
+#include "priv/server_session.h"
 
 namespace {
 
 using mysqltrace::test::BackgroundCommand;
 using mysqltrace::test::MariadbServer;
 using mysqltrace::test::run_command;
+using mysqltrace::test::run_query;
+using mysqltrace::test::server_tracer_argv;
 using mysqltrace::test::ServerFlavour;
 using mysqltrace::test::ServerOptions;
 using nlohmann::json;
@@ -85,16 +88,6 @@ class ServerSlowlog : public ::testing::TestWithParam<ServerFlavour> {
     std::unique_ptr<MariadbServer> server_;
 };
 
-unsigned run(MYSQL *m, const std::string &sql) {
-    if (mysql_query(m, sql.c_str()) != 0) {
-        return mysql_errno(m);
-    }
-    do {
-        mysql_free_result(mysql_store_result(m));
-    } while (mysql_next_result(m) == 0);
-    return mysql_errno(m);
-}
-
 TEST_P(ServerSlowlog, PtQueryDigestReadsWhatTheServerLogs) {
     const std::string server_log = server_->root_dir() + "/server-slow.log";
     const std::string traced_log = server_->root_dir() + "/traced-slow.log";
@@ -107,9 +100,8 @@ TEST_P(ServerSlowlog, PtQueryDigestReadsWhatTheServerLogs) {
                             server_log +
                             "'; SET GLOBAL long_query_time = 0; SET GLOBAL slow_query_log = 1")
                     .ok());
-    auto tracer = std::make_unique<BackgroundCommand>(std::vector<std::string>{
-        MYSQLTRACE_BINARY, "server", "--pid", std::to_string(server_->pid()), "--stages", "off",
-        "--format", "slowlog", "--output", traced_log});
+    auto tracer = std::make_unique<BackgroundCommand>(server_tracer_argv(
+        *server_, {"--stages", "off", "--format", "slowlog", "--output", traced_log}));
     ASSERT_TRUE(tracer->wait_for_stderr("Ctrl-C to stop")) << tracer->stop(SIGKILL).err;
 
     MYSQL *m = mysql_init(nullptr);
@@ -120,15 +112,15 @@ TEST_P(ServerSlowlog, PtQueryDigestReadsWhatTheServerLogs) {
         << mysql_error(m);
     const unsigned long id = mysql_thread_id(m);
     for (int a = 1; a <= 3; a++) {
-        ASSERT_EQ(run(m, "select b from t where a = " + std::to_string(a)), 0u);
+        ASSERT_EQ(run_query(m, "select b from t where a = " + std::to_string(a)), 0u);
     }
-    ASSERT_EQ(run(m, "select a, b from t where a >= 2"), 0u);
-    ASSERT_EQ(run(m, "insert into t values (4, 'd')"), 0u);
-    ASSERT_EQ(run(m, "insert into t values (5, 'e'), (6, 'f')"), 0u);
-    ASSERT_EQ(run(m, "update t set b = 'z' where a <= 2"), 0u);
-    EXPECT_EQ(run(m, "select * from no_such_table"), 1146u);
-    ASSERT_EQ(run(m, "select 1;  select count(*) from t;delete from t where a = 6"), 0u);
-    ASSERT_EQ(run(m, "select b from t where a = 42"), 0u);
+    ASSERT_EQ(run_query(m, "select a, b from t where a >= 2"), 0u);
+    ASSERT_EQ(run_query(m, "insert into t values (4, 'd')"), 0u);
+    ASSERT_EQ(run_query(m, "insert into t values (5, 'e'), (6, 'f')"), 0u);
+    ASSERT_EQ(run_query(m, "update t set b = 'z' where a <= 2"), 0u);
+    EXPECT_EQ(run_query(m, "select * from no_such_table"), 1146u);
+    ASSERT_EQ(run_query(m, "select 1;  select count(*) from t;delete from t where a = 6"), 0u);
+    ASSERT_EQ(run_query(m, "select b from t where a = 42"), 0u);
     mysql_close(m);
     // Both logs are written as each statement ends; let the last records
     // reach the tracer before it stops.

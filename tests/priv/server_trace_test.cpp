@@ -22,13 +22,18 @@
 #include "harness/mariadb_server.h"
 #include "priv/cli_util.h"
 #include "priv/priv.h"
+#include "priv/server_session.h"
 
 namespace {
 
 using mysqltrace::test::BackgroundCommand;
+using mysqltrace::test::connect_to;
 using mysqltrace::test::MariadbServer;
 using mysqltrace::test::read_json_lines;
 using mysqltrace::test::run_command;
+using mysqltrace::test::run_query;
+using mysqltrace::test::start_server_tracer;
+using mysqltrace::test::wait_gone;
 using nlohmann::json;
 
 class ServerTrace : public ::testing::Test {
@@ -41,53 +46,7 @@ class ServerTrace : public ::testing::Test {
         out_path_ = server_->root_dir() + "/trace.json";
     }
 
-    MYSQL *connect(unsigned long flags = 0) {
-        MYSQL *m = mysql_init(nullptr);
-        EXPECT_NE(
-            mysql_real_connect(m, nullptr, server_->user().c_str(), server_->password().c_str(),
-                               nullptr, 0, server_->socket_path().c_str(), flags),
-            nullptr)
-            << mysql_error(m);
-        return m;
-    }
-
-    // Runs `sql` and reads every result it produces; returns the error number.
-    static unsigned query(MYSQL *m, const std::string &sql) {
-        if (mysql_query(m, sql.c_str()) != 0) {
-            return mysql_errno(m);
-        }
-        unsigned err = 0;
-        do {
-            mysql_free_result(mysql_store_result(m));
-        } while (mysql_next_result(m) == 0);
-        err = mysql_errno(m);
-        return err;
-    }
-
-    // Returns once the server has finished with connection `id` (its COM_QUIT
-    // has been dispatched), so the trace holds everything it did.
-    void wait_gone(unsigned long id) {
-        for (int i = 0; i < 200; i++) {
-            auto rows =
-                server_->query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = " +
-                               std::to_string(id));
-            ASSERT_TRUE(rows.ok()) << rows.error().message;
-            if ((*rows)[0][0] == "0") {
-                return;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        FAIL() << "connection " << id << " did not go away";
-    }
-
-    std::unique_ptr<BackgroundCommand> start_tracer(std::vector<std::string> extra) {
-        std::vector<std::string> argv = {MYSQLTRACE_BINARY, "server", "--pid",
-                                         std::to_string(server_->pid())};
-        argv.insert(argv.end(), extra.begin(), extra.end());
-        auto t = std::make_unique<BackgroundCommand>(argv);
-        EXPECT_TRUE(t->wait_for_stderr("Ctrl-C to stop"));
-        return t;
-    }
+    MYSQL *connect(unsigned long flags = 0) { return connect_to(*server_, flags); }
 
     // The JSON rows of the trace of `kind`, of one connection (0: all).
     std::vector<json> rows(const std::string &kind, unsigned long thread_id = 0) {
@@ -108,16 +67,17 @@ TEST_F(ServerTrace, ExactStatementsOfOneConnection) {
     MYSQL *m = connect(CLIENT_MULTI_STATEMENTS);
     ASSERT_NE(m, nullptr);
     const unsigned long id = mysql_thread_id(m);
-    auto tracer = start_tracer({"--stages", "off", "--format", "json", "--output", out_path_});
+    auto tracer = start_server_tracer(
+        *server_, {"--stages", "off", "--format", "json", "--output", out_path_});
 
-    ASSERT_EQ(query(m, "select 1"), 0u);
+    ASSERT_EQ(run_query(m, "select 1"), 0u);
     ASSERT_EQ(mysql_select_db(m, "mysql"), 0);
     ASSERT_EQ(mysql_ping(m), 0);
-    EXPECT_EQ(query(m, "select 1;  select 2, 3;select * from no_such_table; select 4"), 1146u);
-    ASSERT_EQ(query(m, "create database mt_db"), 0u);
-    ASSERT_EQ(query(m, "create table mt_db.t (a int)"), 0u);
-    ASSERT_EQ(query(m, "insert into mt_db.t values (1), (2), (3)"), 0u);
-    ASSERT_EQ(query(m, "select a from mt_db.t where a >= 2"), 0u);
+    EXPECT_EQ(run_query(m, "select 1;  select 2, 3;select * from no_such_table; select 4"), 1146u);
+    ASSERT_EQ(run_query(m, "create database mt_db"), 0u);
+    ASSERT_EQ(run_query(m, "create table mt_db.t (a int)"), 0u);
+    ASSERT_EQ(run_query(m, "insert into mt_db.t values (1), (2), (3)"), 0u);
+    ASSERT_EQ(run_query(m, "select a from mt_db.t where a >= 2"), 0u);
     MYSQL_STMT *st = mysql_stmt_init(m);
     const char *ps = "select ? + 1";
     ASSERT_EQ(mysql_stmt_prepare(st, ps, strlen(ps)), 0);
@@ -130,7 +90,7 @@ TEST_F(ServerTrace, ExactStatementsOfOneConnection) {
     mysql_stmt_store_result(st);
     mysql_stmt_close(st);
     mysql_close(m);
-    wait_gone(id);
+    wait_gone(*server_, id);
 
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -193,12 +153,13 @@ TEST_F(ServerTrace, TextRowsAndTruncation) {
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
     const unsigned long id = mysql_thread_id(m);
-    auto tracer = start_tracer({"--stages", "off", "--max-sql", "20", "--output", out_path_});
+    auto tracer = start_server_tracer(
+        *server_, {"--stages", "off", "--max-sql", "20", "--output", out_path_});
     std::string long_sql = "select '" + std::string(100, 'x') + "'";
-    ASSERT_EQ(query(m, long_sql), 0u);
-    EXPECT_EQ(query(m, "select nosuchcolumn"), 1054u);
+    ASSERT_EQ(run_query(m, long_sql), 0u);
+    EXPECT_EQ(run_query(m, "select nosuchcolumn"), 1054u);
     mysql_close(m);
-    wait_gone(id);
+    wait_gone(*server_, id);
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
 
@@ -242,8 +203,9 @@ TEST_F(ServerTrace, ExactStagesMatchShowProfile) {
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
     const unsigned long id = mysql_thread_id(m);
-    auto tracer = start_tracer({"--stages", "exact", "--format", "json", "--output", out_path_});
-    ASSERT_EQ(query(m, "set profiling = 1"), 0u);
+    auto tracer = start_server_tracer(
+        *server_, {"--stages", "exact", "--format", "json", "--output", out_path_});
+    ASSERT_EQ(run_query(m, "set profiling = 1"), 0u);
     const std::vector<std::string> statements = {
         "select a from mt_db.t where b like 'y%'",
         "update mt_db.t set b = 'q' where a = 2",
@@ -251,7 +213,7 @@ TEST_F(ServerTrace, ExactStagesMatchShowProfile) {
         "insert into mt_db.t select a + 10, b from mt_db.t",
     };
     for (const auto &s : statements) {
-        ASSERT_EQ(query(m, s), 0u) << s;
+        ASSERT_EQ(run_query(m, s), 0u) << s;
     }
     std::vector<std::vector<std::string>> profiles;
     for (size_t q = 0; q < statements.size(); q++) {
@@ -265,7 +227,7 @@ TEST_F(ServerTrace, ExactStagesMatchShowProfile) {
         profiles.push_back(states);
     }
     mysql_close(m);
-    wait_gone(id);
+    wait_gone(*server_, id);
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
 
@@ -309,11 +271,12 @@ TEST_F(ServerTrace, StageCpuIsPerThreadAndExact) {
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
     const unsigned long id = mysql_thread_id(m);
-    auto tracer = start_tracer({"--stages", "exact", "--format", "json", "--output", out_path_});
-    ASSERT_EQ(query(m, "select benchmark(2000000, md5('mysqltrace'))"), 0u);
-    ASSERT_EQ(query(m, "select sleep(0.2)"), 0u);
+    auto tracer = start_server_tracer(
+        *server_, {"--stages", "exact", "--format", "json", "--output", out_path_});
+    ASSERT_EQ(run_query(m, "select benchmark(2000000, md5('mysqltrace'))"), 0u);
+    ASSERT_EQ(run_query(m, "select sleep(0.2)"), 0u);
     mysql_close(m);
-    wait_gone(id);
+    wait_gone(*server_, id);
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
 
@@ -352,10 +315,11 @@ TEST_F(ServerTrace, StageCpuIsPerThreadAndExact) {
 TEST_F(ServerTrace, SampledStagesFindTheDominantStage) {
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
-    auto tracer = start_tracer({"--format", "json", "--output", out_path_});  // sampled: default
+    auto tracer = start_server_tracer(
+        *server_, {"--format", "json", "--output", out_path_});  // sampled: default
     for (int i = 0; i < 2; i++) {
-        ASSERT_EQ(query(m, "select sleep(0.3)"), 0u);
-        ASSERT_EQ(query(m, "select benchmark(1500000, md5('mysqltrace'))"), 0u);
+        ASSERT_EQ(run_query(m, "select sleep(0.3)"), 0u);
+        ASSERT_EQ(run_query(m, "select benchmark(1500000, md5('mysqltrace'))"), 0u);
     }
     mysql_close(m);
     auto r = tracer->stop(SIGINT);
@@ -392,7 +356,8 @@ TEST_F(ServerTrace, ConcurrentConnectionsAttributedExactly) {
         conns.push_back(connect());
         ids.push_back(mysql_thread_id(conns.back()));
     }
-    auto tracer = start_tracer({"--stages", "exact", "--format", "json", "--output", out_path_});
+    auto tracer = start_server_tracer(
+        *server_, {"--stages", "exact", "--format", "json", "--output", out_path_});
     const uint64_t selects_before = status("Com_select");
     std::vector<std::thread> threads;
     std::atomic<int> failures{0};
@@ -405,7 +370,7 @@ TEST_F(ServerTrace, ConcurrentConnectionsAttributedExactly) {
                     k % 10 == 0
                         ? "select sleep(0.01), 'conn " + std::to_string(i) + "'"
                         : "select " + std::to_string(k) + ", 'conn " + std::to_string(i) + "'";
-                failures += query(conns[i], sql) != 0;
+                failures += run_query(conns[i], sql) != 0;
             }
         });
     }
@@ -417,7 +382,7 @@ TEST_F(ServerTrace, ConcurrentConnectionsAttributedExactly) {
         mysql_close(m);
     }
     for (unsigned long id : ids) {
-        wait_gone(id);
+        wait_gone(*server_, id);
     }
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -469,19 +434,19 @@ TEST_F(ServerTrace, MaxStatementsDetachesStageProbes) {
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
     const unsigned long id = mysql_thread_id(m);
-    auto tracer = start_tracer(
-        {"--stages", "exact", "--max-statements", "3", "--format", "json", "--output", out_path_});
+    auto tracer = start_server_tracer(*server_, {"--stages", "exact", "--max-statements", "3",
+                                                 "--format", "json", "--output", out_path_});
     const size_t links_before = bpf_link_fds(tracer->pid());
     for (int i = 0; i < 3; i++) {
-        ASSERT_EQ(query(m, "select " + std::to_string(i)), 0u);
+        ASSERT_EQ(run_query(m, "select " + std::to_string(i)), 0u);
     }
     ASSERT_TRUE(tracer->wait_for_stderr("exact stage probes detached after 3 statements"));
     const size_t links_after = bpf_link_fds(tracer->pid());
     for (int i = 3; i < 6; i++) {
-        ASSERT_EQ(query(m, "select " + std::to_string(i)), 0u);
+        ASSERT_EQ(run_query(m, "select " + std::to_string(i)), 0u);
     }
     mysql_close(m);
-    wait_gone(id);
+    wait_gone(*server_, id);
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     // The stage sites' link is gone; the statement probes remain.
@@ -538,19 +503,19 @@ TEST_F(ServerTrace, AttachDetachUnderLoadLeavesTheServerHealthy) {
     std::thread load([&] {
         MYSQL *l = connect();
         while (!stop) {
-            failures += query(l, "select count(*) from information_schema.PROCESSLIST") != 0;
+            failures += run_query(l, "select count(*) from information_schema.PROCESSLIST") != 0;
             done++;
         }
         mysql_close(l);
     });
     for (const char *mode : {"exact", "sampled", "off", "exact"}) {
-        auto tracer = start_tracer({"--stages", mode, "--output", "/dev/null"});
+        auto tracer = start_server_tracer(*server_, {"--stages", mode, "--output", "/dev/null"});
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         auto r = tracer->stop(SIGINT);
         EXPECT_EQ(r.exit_code, 0) << mode << ": " << r.err;
     }
     // A tracer killed outright: the kernel drops its probes with it.
-    auto killed = start_tracer({"--stages", "exact", "--output", "/dev/null"});
+    auto killed = start_server_tracer(*server_, {"--stages", "exact", "--output", "/dev/null"});
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const auto ids = bpf_programs_of(killed->pid());
     EXPECT_GT(ids.size(), 5u);
@@ -564,7 +529,7 @@ TEST_F(ServerTrace, AttachDetachUnderLoadLeavesTheServerHealthy) {
     load.join();
     EXPECT_EQ(failures, 0);
     EXPECT_GT(done, 0);
-    EXPECT_EQ(query(m, "select 1"), 0u);
+    EXPECT_EQ(run_query(m, "select 1"), 0u);
     mysql_close(m);
 }
 
@@ -583,16 +548,19 @@ TEST_F(ServerTrace, FiltersByConnectionDurationSchemaAndUser) {
     ASSERT_EQ(mysql_select_db(b, "mysql"), 0);
     const std::string by_id = out_path_ + ".id", by_time = out_path_ + ".time",
                       by_db = out_path_ + ".db", by_user = out_path_ + ".user";
-    auto t1 = start_tracer({"--thread-id", std::to_string(ida), "--stages", "off", "--format",
-                            "json", "--output", by_id});
-    auto t2 = start_tracer({"--min-duration", "100", "--format", "json", "--output", by_time});
-    auto t3 = start_tracer({"--db", "mysql", "--format", "json", "--output", by_db});
-    auto t4 = start_tracer({"--user", "root", "--format", "json", "--output", by_user});
-    ASSERT_EQ(query(a, "select 'a1'"), 0u);
-    ASSERT_EQ(query(b, "select 'b1'"), 0u);
-    ASSERT_EQ(query(r, "select 'r1'"), 0u);
-    ASSERT_EQ(query(a, "select sleep(0.15), 'a2'"), 0u);
-    ASSERT_EQ(query(b, "select 'b2'"), 0u);
+    auto t1 = start_server_tracer(*server_, {"--thread-id", std::to_string(ida), "--stages", "off",
+                                             "--format", "json", "--output", by_id});
+    auto t2 = start_server_tracer(
+        *server_, {"--min-duration", "100", "--format", "json", "--output", by_time});
+    auto t3 =
+        start_server_tracer(*server_, {"--db", "mysql", "--format", "json", "--output", by_db});
+    auto t4 =
+        start_server_tracer(*server_, {"--user", "root", "--format", "json", "--output", by_user});
+    ASSERT_EQ(run_query(a, "select 'a1'"), 0u);
+    ASSERT_EQ(run_query(b, "select 'b1'"), 0u);
+    ASSERT_EQ(run_query(r, "select 'r1'"), 0u);
+    ASSERT_EQ(run_query(a, "select sleep(0.15), 'a2'"), 0u);
+    ASSERT_EQ(run_query(b, "select 'b2'"), 0u);
     for (auto *t : {t1.get(), t2.get(), t3.get(), t4.get()}) {
         auto r = t->stop(SIGINT);
         EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -626,10 +594,10 @@ TEST_F(ServerTrace, ReturnProbeEndsStatementsWhenTheSiteIsMissing) {
                               "server", "--pid", std::to_string(server_->pid()), "--format", "json",
                               "--output", out_path_});
     ASSERT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop"));
-    ASSERT_EQ(query(m, "select 1; select 2"), 0u);
-    EXPECT_EQ(query(m, "select * from mysql.no_such_table"), 1146u);
+    ASSERT_EQ(run_query(m, "select 1; select 2"), 0u);
+    EXPECT_EQ(run_query(m, "select * from mysql.no_such_table"), 1146u);
     mysql_close(m);
-    wait_gone(id);
+    wait_gone(*server_, id);
     auto r = tracer.stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("a return probe on dispatch_command ends statements"), std::string::npos)
@@ -682,23 +650,23 @@ TEST_F(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
     MYSQL *waiter = connect();
     ASSERT_NE(holder, nullptr);
     ASSERT_NE(waiter, nullptr);
-    auto tracer =
-        start_tracer({"--waits", "--stages", "exact", "--format", "json", "--output", out_path_});
+    auto tracer = start_server_tracer(
+        *server_, {"--waits", "--stages", "exact", "--format", "json", "--output", out_path_});
     // Uncontended statements: no synchronisation waits.
     for (int i = 0; i < 20; i++) {
-        ASSERT_EQ(query(waiter, "select b from mt_db.t where a = 1"), 0u);
+        ASSERT_EQ(run_query(waiter, "select b from mt_db.t where a = 1"), 0u);
     }
     // A table lock held for 300 ms: the other connection's select waits.
-    ASSERT_EQ(query(holder, "lock tables mt_db.t write"), 0u);
-    std::thread blocked([&] { EXPECT_EQ(query(waiter, "select count(*) from mt_db.t"), 0u); });
+    ASSERT_EQ(run_query(holder, "lock tables mt_db.t write"), 0u);
+    std::thread blocked([&] { EXPECT_EQ(run_query(waiter, "select count(*) from mt_db.t"), 0u); });
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    ASSERT_EQ(query(holder, "unlock tables"), 0u);
+    ASSERT_EQ(run_query(holder, "unlock tables"), 0u);
     blocked.join();
     // A commit: InnoDB writes and syncs its log in the committing thread.
-    ASSERT_EQ(query(waiter, "insert into mt_db.t values (2, repeat('y', 5000))"), 0u);
+    ASSERT_EQ(run_query(waiter, "insert into mt_db.t values (2, repeat('y', 5000))"), 0u);
     // 200 ms of the client thinking: the server thread is idle.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    ASSERT_EQ(query(waiter, "select 'after idle'"), 0u);
+    ASSERT_EQ(run_query(waiter, "select 'after idle'"), 0u);
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find(" 0 records dropped;"), std::string::npos) << r.err;
@@ -805,8 +773,8 @@ TEST_F(ServerTrace, TableIoRowsAsHandlerWaits) {
                     .ok());
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
-    auto tracer =
-        start_tracer({"--table-io", "--stages", "off", "--format", "json", "--output", out_path_});
+    auto tracer = start_server_tracer(
+        *server_, {"--table-io", "--stages", "off", "--format", "json", "--output", out_path_});
     const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
         {"select * from mt_db.t where a = 2", {"fetch"}},
         // Three rows, then the end of the table.
@@ -818,7 +786,7 @@ TEST_F(ServerTrace, TableIoRowsAsHandlerWaits) {
         {"select count(*) from mt_db.t where b > 'a'", {"fetch", "fetch", "fetch", "fetch"}},
     };
     for (const auto &[sql, ops] : expected) {
-        ASSERT_EQ(query(m, sql), 0u) << sql;
+        ASSERT_EQ(run_query(m, sql), 0u) << sql;
     }
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -870,8 +838,8 @@ TEST_F(ServerTrace, TableIoUnderLoadLosesNothing) {
     prep.push_back("prepare");
     auto p = run_command(prep);
     ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
-    auto tracer =
-        start_tracer({"--table-io", "--stages", "off", "--format", "json", "--output", out_path_});
+    auto tracer = start_server_tracer(
+        *server_, {"--table-io", "--stages", "off", "--format", "json", "--output", out_path_});
     constexpr int kEvents = 20000;
     auto run = common;
     for (const char *a : {"--threads=2", "--events=20000", "--time=0", "run"}) {
@@ -906,13 +874,13 @@ TEST_F(ServerTrace, TraceFilesLoadAndMatchTheSummary) {
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
     const unsigned long id = mysql_thread_id(m);
-    auto tracer =
-        start_tracer({"--waits", "--stages", "exact", "--format", "pfs-sql", "--output", dir});
-    ASSERT_EQ(query(m, "create database mt_db"), 0u);
-    ASSERT_EQ(query(m, "create table mt_db.t (a int primary key, b text) engine=InnoDB"), 0u);
-    ASSERT_EQ(query(m, "insert into mt_db.t values (1, 'it''s \\\\ a \"test\"')"), 0u);
-    ASSERT_EQ(query(m, "select * from mt_db.t"), 0u);
-    EXPECT_EQ(query(m, "select * from mt_db.nosuch"), 1146u);
+    auto tracer = start_server_tracer(
+        *server_, {"--waits", "--stages", "exact", "--format", "pfs-sql", "--output", dir});
+    ASSERT_EQ(run_query(m, "create database mt_db"), 0u);
+    ASSERT_EQ(run_query(m, "create table mt_db.t (a int primary key, b text) engine=InnoDB"), 0u);
+    ASSERT_EQ(run_query(m, "insert into mt_db.t values (1, 'it''s \\\\ a \"test\"')"), 0u);
+    ASSERT_EQ(run_query(m, "select * from mt_db.t"), 0u);
+    EXPECT_EQ(run_query(m, "select * from mt_db.nosuch"), 1146u);
     auto r = tracer->stop(SIGINT);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     mysql_close(m);
@@ -1002,11 +970,12 @@ TEST_F(ServerTrace, FullFilesystemStopsOnlyThatOutput) {
     ASSERT_NE(m, nullptr);
     const unsigned long id = mysql_thread_id(m);
     const std::string text_file = dir + "/trace.txt";
-    auto files = start_tracer({"--format", "pfs-sql", "--output", dir + "/files"});
-    auto text = start_tracer({"--thread-id", std::to_string(id), "--output", text_file});
+    auto files = start_server_tracer(*server_, {"--format", "pfs-sql", "--output", dir + "/files"});
+    auto text =
+        start_server_tracer(*server_, {"--thread-id", std::to_string(id), "--output", text_file});
     constexpr int kStatements = 400;  // ~100 KiB of trace file rows, ~40 KiB of text
     for (int i = 0; i < kStatements; i++) {
-        ASSERT_EQ(query(m, "select repeat('x', 60), " + std::to_string(i)), 0u);
+        ASSERT_EQ(run_query(m, "select repeat('x', 60), " + std::to_string(i)), 0u);
     }
     auto rf = files->stop(SIGINT);
     auto rt = text->stop(SIGINT);
@@ -1030,17 +999,17 @@ TEST_F(ServerTrace, FullFilesystemStopsOnlyThatOutput) {
               std::string::npos)
         << rt.err;
     // The server never noticed.
-    EXPECT_EQ(query(m, "select 1"), 0u);
+    EXPECT_EQ(run_query(m, "select 1"), 0u);
     mysql_close(m);
 }
 
 TEST_F(ServerTrace, EventsArriveWhileTracing) {
     // Records must reach the output during the trace, not only when it ends
     // (producers batch their wakeups; the reader must still drain).
-    auto tracer = start_tracer({"--output", out_path_});
+    auto tracer = start_server_tracer(*server_, {"--output", out_path_});
     MYSQL *m = connect();
     ASSERT_NE(m, nullptr);
-    ASSERT_EQ(query(m, "select 'live-marker'"), 0u);
+    ASSERT_EQ(run_query(m, "select 'live-marker'"), 0u);
     bool seen = false;
     for (int i = 0; i < 100 && !seen; i++) {
         std::ifstream in(out_path_);
@@ -1058,7 +1027,7 @@ TEST_F(ServerTrace, EventsArriveWhileTracing) {
 }
 
 TEST_F(ServerTrace, EndsCleanlyWhenTheServerExits) {
-    auto tracer = start_tracer({"--output", out_path_ + ".txt"});
+    auto tracer = start_server_tracer(*server_, {"--output", out_path_ + ".txt"});
     ASSERT_TRUE(server_->stop().ok());
     auto r = tracer->wait();
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -1079,7 +1048,7 @@ TEST_F(ServerTrace, ReaderNiceSetsTheReadersPriorityOnly) {
         }
         return std::stoi(field);
     };
-    auto tracer = start_tracer({"--reader-nice", "-7", "--output", out_path_});
+    auto tracer = start_server_tracer(*server_, {"--reader-nice", "-7", "--output", out_path_});
     int nice = 0;
     for (int i = 0; i < 100 && nice != -7; i++) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -1097,7 +1066,7 @@ TEST_F(ServerTrace, ReaderNiceSetsTheReadersPriorityOnly) {
 }
 
 TEST_F(ServerTrace, DurationStops) {
-    auto tracer = start_tracer({"--duration", "0.5", "--output", out_path_});
+    auto tracer = start_server_tracer(*server_, {"--duration", "0.5", "--output", out_path_});
     auto r = tracer->wait();
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("mysqltrace: 0 statements, 0 records dropped; duration reached\n"),

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,19 @@ void put_counters(nlohmann::ordered_json &j, const server::TaskCounters &used) {
     j["Page_faults_minor"] = used.min_flt;
     j["Block_ops_in"] = used.read_bytes / 512;
     j["Block_ops_out"] = used.write_bytes / 512;
+}
+
+// The columns every --format json line opens with: which event, of which
+// thread of which process.
+void event_head(JsonWriter &j, const char *kind, uint32_t pid, uint32_t tid, uint64_t thread_id,
+                uint64_t event_id, uint64_t end_event_id, std::string_view event_name) {
+    j.field("kind", kind);
+    j.field("pid", pid);
+    j.field("tid", tid);
+    j.field("THREAD_ID", thread_id);
+    j.field("EVENT_ID", event_id);
+    j.field("END_EVENT_ID", end_event_id);
+    j.field("EVENT_NAME", event_name);
 }
 
 // performance_schema counts bytes of file and socket transfers only.
@@ -221,13 +235,8 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
     {
         JsonWriter j(out);
         j.begin_object();
-        j.field("kind", "statement");
-        j.field("pid", pid_);
-        j.field("tid", st.tid);
-        j.field("THREAD_ID", st.thread_id);
-        j.field("EVENT_ID", event_id);
-        j.field("END_EVENT_ID", event_id + rows.size() + waits.size() + 1);
-        j.field("EVENT_NAME", event_name(st));
+        event_head(j, "statement", pid_, st.tid, st.thread_id, event_id,
+                   event_id + rows.size() + waits.size() + 1, event_name(st));
         j.field("TIMER_START", st.start_ns * 1000);  // picoseconds, as performance_schema
         j.field("TIMER_END", st.end_ns * 1000);
         j.field("TIMER_WAIT", (st.end_ns - st.start_ns) * 1000);
@@ -282,13 +291,8 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
         const auto &r = rows[n.index];
         JsonWriter s(out);
         s.begin_object();
-        s.field("kind", "stage");
-        s.field("pid", pid_);
-        s.field("tid", st.tid);
-        s.field("THREAD_ID", st.thread_id);
-        s.field("EVENT_ID", n.id);
-        s.field("END_EVENT_ID", n.id);
-        s.field("EVENT_NAME", server::stage_event_name(r.name));
+        event_head(s, "stage", pid_, st.tid, st.thread_id, n.id, n.id,
+                   server::stage_event_name(r.name));
         s.key("SOURCE");
         if (r.file.empty()) {
             s.null();
@@ -315,13 +319,7 @@ void ServerRenderer::wait_line(std::string &out, const NamedWait &w, uint64_t ev
     const auto &n = w.name;
     JsonWriter j(out);
     j.begin_object();
-    j.field("kind", "wait");
-    j.field("pid", pid_);
-    j.field("tid", w.wait.tid);
-    j.field("THREAD_ID", w.wait.thread_id);
-    j.field("EVENT_ID", event_id);
-    j.field("END_EVENT_ID", event_id);
-    j.field("EVENT_NAME", n.event_name);
+    event_head(j, "wait", pid_, w.wait.tid, w.wait.thread_id, event_id, event_id, n.event_name);
     j.null_field("SOURCE");
     j.field("TIMER_START", w.wait.start_ns * 1000);
     j.field("TIMER_END", w.wait.end_ns * 1000);

@@ -38,8 +38,9 @@ using namespace harness;
 using namespace std::chrono_literals;
 
 // Only directories the harness made carry it: the stale sweep must not take
-// another tool's (TempDir's "mysqltrace-test-", the package test's).
-constexpr const char *kDirPrefix = "mysqltrace-srv-";
+// another tool's (TempDir's "mysqltrace-test-", the package test's). As long as
+// "mysqltrace-test-": the LOCAL INFILE traces carry paths of this length.
+constexpr const char *kDirPrefix = "mysqltrace-serv-";
 constexpr const char *kOwnerFile = "owner.pid";
 constexpr const char *kUser = "mt";
 constexpr const char *kPassword = "mtpass";
@@ -104,7 +105,7 @@ std::string temp_base() {
     }
     // The socket lives in the server's directory and sun_path holds only 107
     // characters; a long TMPDIR would make mariadbd fail late and obscurely.
-    const size_t needed = base.size() + std::strlen("/mysqltrace-srv-XXXXXX/mysql.sock");
+    const size_t needed = base.size() + std::strlen("/mysqltrace-serv-XXXXXX/mysql.sock");
     if (needed >= sizeof(sockaddr_un::sun_path)) {
         base = "/tmp";
     }

@@ -155,7 +155,7 @@ TEST_P(ServerHarness, AnswersWithTheAddressItReports) {
     EXPECT_EQ(query_or_fail(*server, "SELECT @@datadir, @@log_bin, @@pid_file"),
               (Rows{{server->datadir() + "/", "0", server->root_dir() + pid_file}}));
     EXPECT_TRUE(fs::is_regular_file(server->error_log_path()));
-    EXPECT_EQ(fs::path(server->root_dir()).filename().string().rfind("mysqltrace-srv-", 0), 0u);
+    EXPECT_EQ(fs::path(server->root_dir()).filename().string().rfind("mysqltrace-serv-", 0), 0u);
 }
 
 TEST_P(ServerHarness, QueryKeepsSessionAndReturnsLastResultSet) {

@@ -339,11 +339,12 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
 void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     auto *cmd = app.add_subcommand(
         "server",
-        "Trace a running MariaDB server: every statement its threads run, with "
+        "Trace a running MariaDB or MySQL server: every statement its threads run, with "
         "performance_schema's columns (text, times, errors, rows, schema), per-thread CPU and "
         "I/O, and where the time went by stage. No restart, no performance_schema.");
     auto a = std::make_shared<ServerArgs>();
-    cmd->add_option("-p,--pid", a->pid, "Process id of the mariadbd to trace")->required();
+    cmd->add_option("-p,--pid", a->pid, "Process id of the mariadbd or mysqld to trace")
+        ->required();
     add_trace_options(cmd, *a, {"text", "json", "profile", "pfs-sql", "slowlog"});
     cmd->add_option("--stages", a->stages,
                     "sampled: where time goes by stage, from a CPU timer and context switches "

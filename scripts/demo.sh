@@ -37,7 +37,10 @@ start_tracer() {
   cat "$work/trace.err" >&2
   return 1
 }
+# Ends the tracer once the step's clients are done, as a user's Ctrl-C does
+# (a fixed --duration could end it before a slow client's statements ran).
 finish_tracer() {
+  kill -INT "$tracer" 2>/dev/null || true
   wait "$tracer" || true
   tracer=""
   cat "$work/trace.err" >&2
@@ -55,7 +58,7 @@ echo "mariadbd pid $MT_PID, socket $MT_SOCKET, port $MT_PORT"
 banner "mysqltrace server --pid $MT_PID: every statement, its outcome and where its time went"
 # Default: statements with performance_schema's columns, and sampled stages
 # (a CPU timer and the scheduler's switches) summed per statement class at the end.
-start_tracer server --pid "$MT_PID" --duration 4
+start_tracer server --pid "$MT_PID"
 client -e "CREATE DATABASE demo; CREATE TABLE demo.t (id INT PRIMARY KEY, name VARCHAR(20));
            INSERT INTO demo.t VALUES (1, 'alpha'), (2, 'beta');"
 client demo -e "SELECT name FROM t WHERE id = 2; SELECT COUNT(*) FROM t;" >/dev/null
@@ -66,7 +69,7 @@ finish_tracer
 banner "mysqltrace server --stages exact --format profile: SHOW PROFILE, without touching the session"
 # Every stage transition (one probe per stage site, found in the binary),
 # with per-thread CPU and context switches; --max-statements bounds the window.
-start_tracer server --pid "$MT_PID" --stages exact --format profile --max-statements 20 --duration 3
+start_tracer server --pid "$MT_PID" --stages exact --format profile --max-statements 20
 client demo -e "SELECT name FROM t WHERE name LIKE 'b%' ORDER BY id" >/dev/null
 finish_tracer
 
@@ -76,8 +79,7 @@ banner "mysqltrace server --waits --table-io --format pfs-sql: waits in their st
 # row read or written through the storage engine. One trace file per server
 # thread; merged and loaded into ordinary tables, the usual
 # performance_schema queries run on them.
-start_tracer server --pid "$MT_PID" --waits --table-io --format pfs-sql --output "$work/pfs" \
-  --duration 3
+start_tracer server --pid "$MT_PID" --waits --table-io --format pfs-sql --output "$work/pfs"
 client demo -e "LOCK TABLES t WRITE; SELECT SLEEP(0.5); UNLOCK TABLES" >/dev/null &
 locker=$!
 sleep 0.2
@@ -98,7 +100,7 @@ client pfs_trace -t -e "SELECT s.SQL_TEXT, w.EVENT_NAME, ROUND(w.TIMER_WAIT / 1e
 banner "mysqltrace calls --pid $MT_PID: the server's call tree for one statement"
 # Entry and return probes on the functions whose names match, found in the
 # binary's symbol tables: a -finstrument-functions trace without a rebuild.
-start_tracer calls --pid "$MT_PID" --retval --duration 3 \
+start_tracer calls --pid "$MT_PID" --retval \
   --match 'dispatch_command|mysql_parse|mysql_execute_command|open_tables|JOIN::exec'
 client demo -e "SELECT name FROM t WHERE id = 2" >/dev/null
 finish_tracer
@@ -174,7 +176,7 @@ banner "mysqltrace doctor --pid $MY_PID: what this build of mysqld supports"
 banner "mysqltrace server --pid $MY_PID: MySQL 9.7's statements, checked by its own performance_schema"
 # The password never reaches the trace: every output redacts it.
 mysql_client -e "TRUNCATE TABLE performance_schema.events_statements_history_long"
-start_tracer server --pid "$MY_PID" --duration 4
+start_tracer server --pid "$MY_PID"
 mysql_client demo -e "SELECT name FROM t WHERE id = 2; SELECT COUNT(*) FROM t" >/dev/null
 mysql_client demo -e "SELECT * FROM missing_table" || true
 mysql_client -e "CREATE USER demo_user IDENTIFIED BY 'demo-secret-pw'"
@@ -184,7 +186,7 @@ mysql_client -t -e "SELECT SQL_TEXT, MYSQL_ERRNO, ROWS_SENT, ROWS_EXAMINED
   WHERE SQL_TEXT LIKE 'SELECT%FROM%' ORDER BY TIMER_START"
 
 banner "mysqltrace server --stages exact --format profile: SHOW PROFILE for MySQL 9.7, from outside"
-start_tracer server --pid "$MY_PID" --stages exact --format profile --duration 3
+start_tracer server --pid "$MY_PID" --stages exact --format profile
 mysql_client demo -e "SELECT name FROM t WHERE id > 0 ORDER BY name" >/dev/null
 finish_tracer
 "$mysql_sandbox" stop "$work/mysql"

@@ -2,8 +2,9 @@
 // What rendering one server statement costs the tracer, per output format:
 // `server --stages off` on a point select (sysbench's text, one row), the
 // case where --format json cost ~60% of the tracer's CPU when each event was
-// a nlohmann tree (shared/FACTS.md section 8). "json (nlohmann tree)" is
-// that old path, still how pfs-sql builds its events: the tree, then dump().
+// a nlohmann tree (shared/FACTS.md section 8). "pfs-sql (lines parsed)" is
+// what pfs-sql pays: the streamed lines read back as trees, and dumped as
+// that old path did.
 // A benchmark: it prints ns per statement and never asserts.
 //
 //   render_bench [--statements N] [--rounds R]
@@ -76,7 +77,7 @@ int main(int argc, char **argv) {
         output::SlowlogRenderer slow;
         ns_per_statement("text", n,
                          [&](uint64_t i) { return text.statement(sts[i % sts.size()]).size(); });
-        ns_per_statement("json (nlohmann tree)", n, [&](uint64_t i) {
+        ns_per_statement("pfs-sql (lines parsed)", n, [&](uint64_t i) {
             tree.statement(sts[i % sts.size()]);
             std::string out;
             for (const auto &j : tree.last_events()) {

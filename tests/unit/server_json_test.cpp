@@ -113,7 +113,8 @@ TEST(JsonWriter, ObjectsArraysNumbersAndNull) {
 }
 
 // The same statements rendered twice: --format json (streamed) and pfs-sql,
-// whose events are the nlohmann objects --format json dumped before.
+// whose events are those lines read back: dumped again, they are the same
+// bytes (nlohmann's dump is what --format json printed before the writer).
 class ServerJsonTest : public ::testing::Test {
   protected:
     void SetUp() override {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // ServerRenderer's performance_schema-shaped JSON: the events of a statement
-// and its waits as trees (json_rows, wait_json: pfs_sql and the trace writer)
-// or written straight as lines (json_lines, wait_line: --format json).
+// and its waits written straight as lines (json_lines, wait_line). --format
+// json prints them; pfs-sql reads them back as objects (as_events), so both
+// formats have one field list.
 #include "output/server_render.h"
 
 #include <algorithm>
@@ -20,18 +21,6 @@
 namespace mysqltrace::output {
 
 namespace {
-
-// SHOW PROFILE's resource columns (CPU in picoseconds, blocks of 512 bytes).
-void put_counters(nlohmann::ordered_json &j, const server::TaskCounters &used) {
-    j["CPU_user"] = used.user_ns() * 1000;
-    j["CPU_system"] = used.system_ns() * 1000;
-    j["Context_voluntary"] = used.nvcsw;
-    j["Context_involuntary"] = used.nivcsw;
-    j["Page_faults_major"] = used.maj_flt;
-    j["Page_faults_minor"] = used.min_flt;
-    j["Block_ops_in"] = used.read_bytes / 512;
-    j["Block_ops_out"] = used.write_bytes / 512;
-}
 
 // The columns every --format json line opens with: which event, of which
 // thread of which process.
@@ -53,127 +42,6 @@ bool wait_has_bytes(const server::WaitName &n) {
 }
 
 }  // namespace
-
-nlohmann::ordered_json ServerRenderer::wait_json(const NamedWait &w, uint64_t event_id,
-                                                 nlohmann::ordered_json nesting_id,
-                                                 const char *nesting_type) {
-    using J = nlohmann::ordered_json;
-    const auto &n = w.name;
-    J j;
-    j["kind"] = "wait";
-    j["pid"] = pid_;
-    j["tid"] = w.wait.tid;
-    j["THREAD_ID"] = w.wait.thread_id;
-    j["EVENT_ID"] = event_id;
-    j["END_EVENT_ID"] = event_id;
-    j["EVENT_NAME"] = n.event_name;
-    j["SOURCE"] = J();
-    j["TIMER_START"] = w.wait.start_ns * 1000;
-    j["TIMER_END"] = w.wait.end_ns * 1000;
-    j["TIMER_WAIT"] = (w.wait.end_ns - w.wait.start_ns) * 1000;
-    j["SPINS"] = J();
-    j["OBJECT_SCHEMA"] = n.object_schema.empty() ? J() : J(n.object_schema);
-    j["OBJECT_NAME"] = n.object_name.empty() ? J() : J(n.object_name);
-    j["INDEX_NAME"] = J();
-    j["OBJECT_TYPE"] = n.object_type.empty() ? J() : J(n.object_type);
-    j["OBJECT_INSTANCE_BEGIN"] = n.object_instance;
-    j["NESTING_EVENT_ID"] = nesting_id;
-    j["NESTING_EVENT_TYPE"] = nesting_type ? J(nesting_type) : J();
-    j["OPERATION"] = n.operation;
-    j["NUMBER_OF_BYTES"] = wait_has_bytes(n) ? J(w.wait.bytes) : J();
-    j["FLAGS"] = J();
-    if (w.wait.kind == MT_WAIT_TABLE) {
-        // The handler's result: a fetch that found no row (137: end of the
-        // table or range, 120: no such key) is a call performance_schema
-        // counts only outside its batch mode (MySQL's scans of a join's last
-        // table count the rows found).
-        if (w.wait.ret != 0) {
-            j["handler_error"] = w.wait.ret;
-        }
-    } else if (w.wait.ret < 0) {
-        j["errno"] = -w.wait.ret;
-    }
-    return j;
-}
-
-void ServerRenderer::json_rows(const server::Statement &st, const std::vector<StageRow> &rows,
-                               const std::vector<NamedWait> &waits, uint64_t event_id) {
-    nlohmann::ordered_json j;
-    const auto used = st.begin.until(st.end);
-    j["kind"] = "statement";
-    j["pid"] = pid_;
-    j["tid"] = st.tid;
-    j["THREAD_ID"] = st.thread_id;
-    j["EVENT_ID"] = event_id;
-    j["END_EVENT_ID"] = event_id + rows.size() + waits.size() + 1;
-    j["EVENT_NAME"] = event_name(st);
-    j["TIMER_START"] = st.start_ns * 1000;  // picoseconds, as performance_schema
-    j["TIMER_END"] = st.end_ns * 1000;
-    j["TIMER_WAIT"] = (st.end_ns - st.start_ns) * 1000;
-    j["SQL_TEXT"] = has_text(st) ? nlohmann::ordered_json(st.text) : nlohmann::ordered_json();
-    if (st.truncated()) {
-        j["sql_bytes"] = st.text_len;
-    }
-    j["DIGEST_TEXT"] = has_text(st) ? nlohmann::ordered_json(server::digest_text(st.text))
-                                    : nlohmann::ordered_json();
-    j["CURRENT_SCHEMA"] = st.db.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(st.db);
-    j["MYSQL_ERRNO"] = st.failed() ? st.error : 0;
-    j["RETURNED_SQLSTATE"] =
-        st.failed() ? nlohmann::ordered_json(st.sqlstate) : nlohmann::ordered_json();
-    j["MESSAGE_TEXT"] = st.failed() ? nlohmann::ordered_json(st.message) : nlohmann::ordered_json();
-    j["ERRORS"] = st.failed() ? 1 : 0;
-    j["ROWS_AFFECTED"] = st.rows_affected;
-    j["ROWS_SENT"] = st.rows_sent;
-    j["ROWS_EXAMINED"] = st.rows_examined;
-    j["command"] = mysql::command_name(st.command);
-    j["query_id"] = st.query_id;
-    j["CPU_TIME"] = used.cpu_ns * 1000;
-    put_counters(j, used);
-    if (!(st.flags & MT_STMT_ENDED) && !(st.flags & MT_STMT_SPLIT)) {
-        j["end"] = "not seen";  // the thread began another command first
-    }
-    if (st.stages_lost) {
-        j["stages_lost"] = st.stages_lost;
-    }
-    if (!st.samples.empty()) {
-        auto &s = j["stage_samples"] = nlohmann::ordered_json::array();
-        for (const auto &smp : st.samples) {
-            s.push_back({{"stage", name_of(smp.stage)},
-                         {"on_cpu_samples", smp.on_cpu},
-                         {"off_cpu_ns", smp.off_cpu_ns},
-                         {"switches", smp.switches}});
-        }
-    }
-    last_.push_back(std::move(j));
-    for (const auto &n : nested(rows, waits, event_id)) {
-        const uint64_t id = n.id;
-        const size_t i = n.index;
-        if (i >= rows.size()) {
-            last_.push_back(wait_json(waits[i - rows.size()], id, n.nesting_id, n.nesting_type));
-            continue;
-        }
-        const auto &r = rows[i];
-        nlohmann::ordered_json s;
-        s["kind"] = "stage";
-        s["pid"] = pid_;
-        s["tid"] = st.tid;
-        s["THREAD_ID"] = st.thread_id;
-        s["EVENT_ID"] = id;
-        s["END_EVENT_ID"] = id;
-        s["EVENT_NAME"] = server::stage_event_name(r.name);
-        s["SOURCE"] =
-            r.file.empty()
-                ? nlohmann::ordered_json()
-                : nlohmann::ordered_json(std::string(r.file) + ":" + std::to_string(r.line));
-        s["TIMER_START"] = r.start_ns * 1000;
-        s["TIMER_END"] = r.end_ns * 1000;
-        s["TIMER_WAIT"] = (r.end_ns - r.start_ns) * 1000;
-        s["NESTING_EVENT_ID"] = event_id;
-        s["NESTING_EVENT_TYPE"] = "STATEMENT";
-        put_counters(s, r.used);
-        last_.push_back(std::move(s));
-    }
-}
 
 const std::vector<ServerRenderer::Nested> &ServerRenderer::nested(
     const std::vector<StageRow> &rows, const std::vector<NamedWait> &waits, uint64_t event_id) {
@@ -213,6 +81,7 @@ const std::vector<ServerRenderer::Nested> &ServerRenderer::nested(
 
 namespace {
 
+// SHOW PROFILE's resource columns (CPU in picoseconds, blocks of 512 bytes).
 void put_counters(JsonWriter &j, const server::TaskCounters &used) {
     j.field("CPU_user", used.user_ns() * 1000);
     j.field("CPU_system", used.system_ns() * 1000);
@@ -343,7 +212,10 @@ void ServerRenderer::wait_line(std::string &out, const NamedWait &w, uint64_t ev
     }
     j.null_field("FLAGS");
     if (w.wait.kind == MT_WAIT_TABLE) {
-        // As in wait_json: the handler's result of a fetch that found no row.
+        // The handler's result: a fetch that found no row (137: end of the
+        // table or range, 120: no such key) is a call performance_schema
+        // counts only outside its batch mode (MySQL's scans of a join's last
+        // table count the rows found).
         if (w.wait.ret != 0) {
             j.field("handler_error", w.wait.ret);
         }
@@ -352,6 +224,18 @@ void ServerRenderer::wait_line(std::string &out, const NamedWait &w, uint64_t ev
     }
     j.end_object();
     out += '\n';
+}
+
+void ServerRenderer::as_events(std::string &lines) {
+    size_t from = 0;
+    while (from < lines.size()) {
+        const size_t nl = lines.find('\n', from);
+        const size_t to = nl == std::string::npos ? lines.size() : nl;
+        last_.push_back(nlohmann::ordered_json::parse(lines.begin() + static_cast<ptrdiff_t>(from),
+                                                      lines.begin() + static_cast<ptrdiff_t>(to)));
+        from = to + 1;
+    }
+    lines.clear();
 }
 
 }  // namespace mysqltrace::output

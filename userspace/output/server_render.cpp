@@ -211,7 +211,8 @@ const std::string &ServerRenderer::statement(const server::Statement &st,
             json_lines(out_, st, rows, waits, event_id);
             break;
         case ServerFormat::pfs_sql:
-            json_rows(st, rows, waits, event_id);
+            json_lines(out_, st, rows, waits, event_id);
+            as_events(out_);
             break;
         case ServerFormat::profile:
             out_ = profile_rows(st, rows);
@@ -239,13 +240,12 @@ std::string ServerRenderer::wait(const NamedWait &w) {
     if (next == 0) {
         next = 1;
     }
-    if (format_ == ServerFormat::json) {
-        std::string line;
-        wait_line(line, w, next++, 0, nullptr);
-        return line;
+    std::string line;
+    wait_line(line, w, next++, 0, nullptr);
+    if (format_ == ServerFormat::pfs_sql) {
+        as_events(line);
     }
-    last_.push_back(wait_json(w, next++, nlohmann::ordered_json(), nullptr));
-    return "";
+    return line;
 }
 
 void ServerRenderer::text_rows(std::string &out, const server::Statement &st,

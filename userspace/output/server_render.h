@@ -90,20 +90,17 @@ class ServerRenderer {
     const std::string &name_of(uint64_t addr);
     void text_rows(std::string &out, const server::Statement &st, const std::vector<StageRow> &rows,
                    const std::vector<NamedWait> &waits);
-    void json_rows(const server::Statement &st, const std::vector<StageRow> &rows,
-                   const std::vector<NamedWait> &waits, uint64_t event_id);
-    nlohmann::ordered_json wait_json(const NamedWait &w, uint64_t event_id,
-                                     nlohmann::ordered_json nesting_id, const char *nesting_type);
-    // The same events as json_rows() and wait_json() give, written as lines
-    // straight into `out` (--format json: no tree per event). Keys, order
-    // and values must stay those of json_rows(), which pfs_sql still uses:
-    // tests/unit/server_json_test.cpp holds them equal byte for byte.
+    // The statement's events as JSON lines, written straight into `out`
+    // (--format json: no tree per event).
     void json_lines(std::string &out, const server::Statement &st,
                     const std::vector<StageRow> &rows, const std::vector<NamedWait> &waits,
                     uint64_t event_id);
     // nesting_id 0: none (a wait outside any statement).
     void wait_line(std::string &out, const NamedWait &w, uint64_t event_id, uint64_t nesting_id,
                    const char *nesting_type);
+    // pfs-sql: the lines json_lines/wait_line wrote, parsed into last_ (one
+    // field list for both formats); `lines` is emptied.
+    void as_events(std::string &lines);
     // The nested events of a statement in the order they began, numbered
     // from event_id + 1, each wait with the event it nests in.
     struct Nested {

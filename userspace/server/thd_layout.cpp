@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "server/thd_layout.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <span>
 #include <string>
@@ -175,15 +176,45 @@ int64_t accumulated_field(const elf::ElfFile &file, std::string_view fn) {
     return found;
 }
 
+// The THD field (a load from arg 0) that `fn` passes as the second argument
+// of its first call or tail jump through a pointer (a performance_schema
+// hook); -1 if none.
+int64_t passed_field(const elf::ElfFile &file, std::string_view fn) {
+    int64_t found = -1;
+    walk(file, fn, [&](const cs_insn &insn, const RegisterState &regs) {
+        const cs_x86 &x = insn.detail->x86;
+        if ((insn.id != X86_INS_CALL && insn.id != X86_INS_JMP) || x.op_count != 1 ||
+            x.operands[0].type == X86_OP_IMM) {
+            return false;
+        }
+        if (const SymValue v = regs.get(X86_REG_RSI); v.is_load(0, 1)) {
+            found = v.loads[0];
+        }
+        return true;
+    });
+    return found;
+}
+
 // The values `fn` stores into the area's m_status (at `status`), as a bit
-// per value: `movl $imm`, or MariaDB's branch-free choice of two
-// (`sbb %r,%r; and $a,%r; add $b,%r` = b or a + b, as a 32-bit value).
+// per value: `movl $imm`, MariaDB 10.11's branch-free choice of two
+// (`sbb %r,%r; and $a,%r; add $b,%r` = b or a + b, as a 32-bit value), or
+// 11.8's branch over one move (`mov $a,%r; jcc 1f; mov $b,%r; 1: mov %r,...`).
 uint32_t stored_statuses(const elf::ElfFile &file, std::string_view fn, int64_t status) {
     uint32_t bits = 0;
     std::array<std::vector<uint32_t>, 16> sets;  // registers with a few known values
+    uint64_t skipped_to = 0;                     // where the last conditional jump goes
     walk(file, fn, [&](const cs_insn &insn, const RegisterState &regs) {
         const cs_x86 &x = insn.detail->x86;
         const cs_x86_op *op = x.operands;
+        const uint64_t jumped_over = skipped_to;
+        skipped_to = 0;
+        const auto *groups = insn.detail->groups;
+        const bool jump = std::find(groups, groups + insn.detail->groups_count, CS_GRP_JUMP) !=
+                          groups + insn.detail->groups_count;
+        if (jump && insn.id != X86_INS_JMP && x.op_count == 1 && op[0].type == X86_OP_IMM) {
+            skipped_to = static_cast<uint64_t>(op[0].imm);
+            return false;
+        }
         auto mark = [&](uint32_t v) {
             if (v < 32) {
                 bits |= 1u << v;
@@ -204,8 +235,15 @@ uint32_t stored_statuses(const elf::ElfFile &file, std::string_view fn, int64_t 
         if (r < 0) {
             return false;
         }
-        if (insn.id == X86_INS_SBB && x.op_count == 2 && op[1].type == X86_OP_REG &&
-            reg_slot(op[1].reg) == r) {
+        if (insn.id == X86_INS_MOV && x.op_count == 2 && op[1].type == X86_OP_IMM) {
+            const auto imm = static_cast<uint32_t>(op[1].imm);
+            // A move the jump before it may skip: either value reaches the store.
+            if (jumped_over != insn.address + insn.size) {
+                sets[r].clear();
+            }
+            sets[r].push_back(imm);
+        } else if (insn.id == X86_INS_SBB && x.op_count == 2 && op[1].type == X86_OP_REG &&
+                   reg_slot(op[1].reg) == r) {
             sets[r] = {0u, ~0u};
         } else if ((insn.id == X86_INS_AND || insn.id == X86_INS_ADD) && x.op_count == 2 &&
                    op[1].type == X86_OP_IMM && !sets[r].empty()) {
@@ -477,6 +515,11 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
         // MySQL only has THD::inc_examined_row_count(n): field += n.
         l.examined_row_count = accumulated_field(file, "_ZN3THD22inc_examined_row_countEy");
     }
+    if (l.examined_row_count < 0) {
+        // MariaDB 11.8 exports neither: its ps_report_examined_row_count()
+        // hands the field to performance_schema as the second argument.
+        l.examined_row_count = passed_field(file, "_ZN3THD28ps_report_examined_row_countEv");
+    }
     l.da_affected_rows =
         first_store(file, "_ZN16Diagnostics_area13set_ok_statusEyyPKc", stores_arg1);
     if (l.da_status >= 0) {
@@ -520,6 +563,13 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
     }
     set_table_share_fields(file, l);
     l.query_string = returned_lex_cstring(file, acc("thd_query_unsafe"));
+    if (l.query_string < 0) {
+        // MariaDB: thd_query_string(thd) returns &thd->query_string, whose
+        // LEX_STRING {char *str; size_t length} comes first.
+        if (auto v = returned(file, acc("thd_query_string")); v && v->depth == 0) {
+            v->is_arg(0, &l.query_string);
+        }
+    }
     return l;
 }
 

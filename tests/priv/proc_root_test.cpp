@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "calls/functions.h"
 #include "priv/priv.h"
 #include "proc/maps.h"
 #include "temp_dir.h"
@@ -82,6 +83,28 @@ TEST(ProcRoot, SymlinksOutOfTheRootAreNeverFollowed) {
 
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
+}
+
+// A process chrooted below our root maps files by paths that are ours (the
+// kernel shows a mapping's path as the reader sees it), not paths inside its
+// root: `calls --pid` reaches them through map_files, the very files mapped.
+TEST(ProcRoot, FilesOfAProcessChrootedBelowOurRoot) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    TempDir root("mysqltrace-root");
+    const pid_t pid = chrooted_child(root.path());
+    ASSERT_GT(pid, 0);
+    const std::string self = fs::read_symlink("/proc/self/exe").string();
+    auto files = mysqltrace::calls::mapped_files(pid, "");
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    ASSERT_TRUE(files.ok()) << files.error().message;
+    const std::string via = "/proc/" + std::to_string(pid) + "/map_files/";
+    bool found = false;
+    for (const auto &f : *files) {
+        EXPECT_EQ(f.open_path.rfind(via, 0), 0u) << f.path << " opened as " << f.open_path;
+        found = found || f.path == self;
+    }
+    EXPECT_TRUE(found) << self << " is not among the child's files";
 }
 
 }  // namespace

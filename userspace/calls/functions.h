@@ -19,8 +19,10 @@
 namespace mysqltrace::calls {
 
 struct MappedFile {
-    std::string path;       // as /proc/PID/maps names it
-    std::string open_path;  // the same file reached through /proc/PID/root
+    std::string path;  // as /proc/PID/maps names it
+    // The same file reached through /proc/PID/root, or through
+    // /proc/PID/map_files when its path is not one inside that root.
+    std::string open_path;
     // File offset ranges mapped executable: only code there can be probed.
     std::vector<std::pair<uint64_t, uint64_t>> exec_ranges;
     // Its functions were searched (false: left out by --binary; its

@@ -60,6 +60,12 @@ Result<FileLocation> locate_address(pid_t pid, uint64_t addr) {
     return Error{ENOENT, "address is not mapped"};
 }
 
+std::string map_file_path(pid_t pid, const Mapping &m) {
+    char range[40];
+    std::snprintf(range, sizeof(range), "%" PRIx64 "-%" PRIx64, m.start, m.end);
+    return "/proc/" + std::to_string(pid) + "/map_files/" + range;
+}
+
 Result<std::string> path_in_root(pid_t pid, const std::string &path) {
     const std::string root = "/proc/" + std::to_string(pid) + "/root";
     const std::string via_root = root + path;

@@ -21,6 +21,10 @@ struct Mapping {
 
 Result<std::vector<Mapping>> read_maps(pid_t pid);
 
+// /proc/PID/map_files/START-END: a link to the very file `m` maps (root
+// only), whatever its path looks like from here.
+std::string map_file_path(pid_t pid, const Mapping &m);
+
 // Mapped files are probed by path: a uprobe needs the file and the offset in
 // it. Returns that pair for `addr` in process `pid`.
 struct FileLocation {

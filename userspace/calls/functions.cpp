@@ -122,20 +122,12 @@ Result<std::vector<MappedFile>> mapped_files(pid_t pid, const std::string &binar
         if (std::find(seen.begin(), seen.end(), m.path) == seen.end()) {
             seen.push_back(m.path);
         }
-        // Through the process's root, never out of it, when that is the
-        // file mapped; else (a process chrooted below our own root: maps
-        // shows the path as we see it) through the mapping's own link in
-        // map_files, which is that file whatever its path.
-        const std::string mapped = proc::map_file_path(pid, m);
-        auto in_root = proc::path_in_root(pid, m.path);
+        auto reached = proc::mapped_file(pid, m);
         struct stat st {};
-        if (::stat(mapped.c_str(), &st) != 0) {
+        if (!reached || ::stat(reached->c_str(), &st) != 0) {
             continue;
         }
-        struct stat at_path {};
-        const bool same = in_root && ::stat(in_root->c_str(), &at_path) == 0 &&
-                          at_path.st_dev == st.st_dev && at_path.st_ino == st.st_ino;
-        const std::string open_path = same ? *in_root : mapped;
+        const std::string &open_path = *reached;
         if (!binary.empty() && m.path != binary && base_name(m.path) != binary &&
             real_path(open_path) != want_real && m.path != want_real) {
             continue;

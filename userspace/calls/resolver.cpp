@@ -54,15 +54,16 @@ const proc::Mapping *AddressResolver::mapping_of(uint64_t addr) {
     return m;
 }
 
-AddressResolver::FileSyms &AddressResolver::symbols_of(const std::string &path) {
+AddressResolver::FileSyms &AddressResolver::symbols_of(const proc::Mapping &m) {
+    const std::string &path = m.path;
     FileSyms &fs = files_[path];
     if (fs.loaded) {
         return fs;
     }
     fs.loaded = true;
     Result<std::unique_ptr<elf::ElfFile>> elf = Error{ENOENT, path};
-    if (auto in_root = proc::path_in_root(pid_, path)) {
-        elf = elf::ElfFile::open(*in_root);
+    if (auto reached = proc::mapped_file(pid_, m)) {
+        elf = elf::ElfFile::open(*reached);
     } else if (!proc::process_exists(pid_)) {
         elf = elf::ElfFile::open(path);  // the process has exited
     }
@@ -106,7 +107,7 @@ const CodeLocation &AddressResolver::resolve(uint64_t addr) {
         return cache_.emplace(addr, std::move(loc)).first->second;
     }
     const uint64_t off = addr - m->start + m->file_offset;
-    const FileSyms &fs = symbols_of(m->path);
+    const FileSyms &fs = symbols_of(*m);
     auto it = std::upper_bound(fs.funcs.begin(), fs.funcs.end(), off,
                                [](uint64_t o, const Func &f) { return o < f.offset; });
     // The closest function starting at or before the address that contains it.

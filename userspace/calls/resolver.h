@@ -46,7 +46,7 @@ class AddressResolver {
         std::vector<Func> funcs;  // by offset
     };
     const proc::Mapping *mapping_of(uint64_t addr);
-    FileSyms &symbols_of(const std::string &path);
+    FileSyms &symbols_of(const proc::Mapping &m);
 
     pid_t pid_;
     std::vector<proc::Mapping> maps_;

@@ -43,20 +43,19 @@ Result<std::vector<TlsFunction>> find_tls_functions(pid_t pid) {
         return maps.error();
     }
     // Through the process's root, so a client in a container is reached,
-    // and never out of it.
+    // and never out of it (proc::mapped_file).
     std::vector<std::string> files;
-    auto add = [&](const std::string &p) {
-        if (auto in_root = proc::path_in_root(pid, p)) {
-            files.push_back(std::move(in_root).value());
-        }
-    };
     for (const auto &m : *maps) {
         if (!m.path.empty() && m.path[0] == '/' && m.perms.find('x') != std::string::npos) {
-            add(m.path);
+            if (auto reached = proc::mapped_file(pid, m)) {
+                files.push_back(std::move(reached).value());
+            }
         }
     }
     for (const char *p : kWellKnown) {
-        add(p);
+        if (auto in_root = proc::path_in_root(pid, p)) {
+            files.push_back(std::move(in_root).value());
+        }
     }
     // One probe per file, however many names reach it.
     std::set<std::pair<dev_t, ino_t>> seen;

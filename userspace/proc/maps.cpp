@@ -60,12 +60,6 @@ Result<FileLocation> locate_address(pid_t pid, uint64_t addr) {
     return Error{ENOENT, "address is not mapped"};
 }
 
-std::string map_file_path(pid_t pid, const Mapping &m) {
-    char range[40];
-    std::snprintf(range, sizeof(range), "%" PRIx64 "-%" PRIx64, m.start, m.end);
-    return "/proc/" + std::to_string(pid) + "/map_files/" + range;
-}
-
 Result<std::string> path_in_root(pid_t pid, const std::string &path) {
     const std::string root = "/proc/" + std::to_string(pid) + "/root";
     const std::string via_root = root + path;
@@ -94,6 +88,24 @@ Result<std::string> path_in_root(pid_t pid, const std::string &path) {
                                 " (a symlink to an absolute path?): not read"};
     }
     return via_root;
+}
+
+Result<std::string> mapped_file(pid_t pid, const Mapping &m) {
+    char range[40];
+    std::snprintf(range, sizeof(range), "%" PRIx64 "-%" PRIx64, m.start, m.end);
+    const std::string link = "/proc/" + std::to_string(pid) + "/map_files/" + range;
+    struct stat mapped {};
+    if (::stat(link.c_str(), &mapped) != 0) {
+        return make_error(errno,
+                          "cannot reach " + m.path + " as mapped by pid " + std::to_string(pid));
+    }
+    auto in_root = path_in_root(pid, m.path);
+    struct stat at_path {};
+    if (in_root && ::stat(in_root->c_str(), &at_path) == 0 && at_path.st_dev == mapped.st_dev &&
+        at_path.st_ino == mapped.st_ino) {
+        return in_root;
+    }
+    return link;
 }
 
 bool process_exists(pid_t pid) {

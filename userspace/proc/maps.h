@@ -21,9 +21,13 @@ struct Mapping {
 
 Result<std::vector<Mapping>> read_maps(pid_t pid);
 
-// /proc/PID/map_files/START-END: a link to the very file `m` maps (root
-// only), whatever its path looks like from here.
-std::string map_file_path(pid_t pid, const Mapping &m);
+// Where to open the file mapping `m` of process `pid` maps: its path inside
+// the process's root (path_in_root) when that is the file mapped, else
+// /proc/PID/map_files/START-END, a link (root only) to the very file mapped
+// whatever its path: a process chrooted below our own root has mappings
+// named by our paths, not by paths inside its root. An error when neither
+// reaches it (the process or the mapping is gone).
+Result<std::string> mapped_file(pid_t pid, const Mapping &m);
 
 // Mapped files are probed by path: a uprobe needs the file and the offset in
 // it. Returns that pair for `addr` in process `pid`.

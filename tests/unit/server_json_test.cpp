@@ -303,4 +303,52 @@ TEST_F(ServerJsonTest, WaitsOutsideStatementsAsBefore) {
     EXPECT_NE(both(end_of_rows).find(",\"handler_error\":137}"), std::string::npos);
 }
 
+// Failed statements summed by errno and SQLSTATE at the end of a trace, as
+// events_errors_summary_global_by_error: json lines, and a text table.
+TEST_F(ServerJsonTest, ErrorSummary) {
+    auto fail = [&](uint32_t error, const char *sqlstate, const char *message, uint64_t at_ns) {
+        auto st = statement("select * from nope");
+        st.da_status = MT_DA_ERROR;
+        st.error = error;
+        st.sqlstate = sqlstate;
+        st.message = message;
+        st.start_ns = at_ns;
+        st.end_ns = at_ns + 1000;
+        return st;
+    };
+    const std::vector<Statement> sts = {
+        fail(1146, "42S02", "Table 'x.nope' doesn't exist", 2'000'000),
+        statement("select 1"),
+        fail(1064, "42000", "You have an error", 3'000'000),
+        fail(1146, "42S02", "Table 'x.other' doesn't exist", 4'000'000),
+    };
+    ServerRenderer text(ServerFormat::text, 3, sites_, name_at_);
+    for (const auto &st : sts) {
+        json_.statement(st);
+        text.statement(st);
+    }
+    EXPECT_EQ(
+        json_.summary(),
+        "{\"kind\":\"error_summary\",\"pid\":4242,\"ERROR_NUMBER\":1064,\"SQL_STATE\":\"42000\","
+        "\"SUM_ERROR_RAISED\":1,\"FIRST_SEEN_TIMER\":3000000000,\"LAST_SEEN_TIMER\":3000000000,"
+        "\"MESSAGE_TEXT\":\"You have an error\"}\n"
+        "{\"kind\":\"error_summary\",\"pid\":4242,\"ERROR_NUMBER\":1146,\"SQL_STATE\":\"42S02\","
+        "\"SUM_ERROR_RAISED\":2,\"FIRST_SEEN_TIMER\":2000000000,\"LAST_SEEN_TIMER\":4000000000,"
+        "\"MESSAGE_TEXT\":\"Table 'x.other' doesn't exist\"}\n");
+    const std::string table = text.summary();
+    const std::string head =
+        "\n---- errors by number (events_errors_summary_global_by_error) ----\n"
+        "ERROR_NUMBER SQL_STATE SUM_ERROR_RAISED FIRST_SEEN       LAST_SEEN        "
+        "MESSAGE_TEXT (the last)\n";
+    ASSERT_EQ(table.substr(0, head.size()), head);
+    // Wall-clock times are local: only their shape is fixed.
+    const std::string rows = table.substr(head.size());
+    const auto first = rows.substr(0, rows.find('\n'));
+    EXPECT_EQ(first.substr(0, 40), "        1064 42000                    1 ");
+    EXPECT_EQ(first.substr(first.size() - 19), "  You have an error");
+    EXPECT_EQ(first.size(), 40u + 15 + 2 + 15 + 19);
+    EXPECT_NE(rows.find("        1146 42S02                    2 "), std::string::npos);
+    EXPECT_NE(rows.find("  Table 'x.other' doesn't exist\n"), std::string::npos);
+}
+
 }  // namespace

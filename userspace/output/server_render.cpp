@@ -9,6 +9,7 @@
 
 #include "mysql/commands.h"
 #include "output/protocol_text.h"
+#include "output/json_writer.h"
 #include "output/units.h"
 #include "server/statement_tracer.h"
 
@@ -179,6 +180,14 @@ const std::string &ServerRenderer::statement(const server::Statement &st,
     next += 1 + rows.size() + waits.size();
     for (const auto &w : waits) {
         count_wait(w);
+    }
+    if (st.failed()) {
+        auto &e = errors_[{st.error, st.sqlstate}];
+        if (e.count++ == 0) {
+            e.first_ns = st.start_ns;
+        }
+        e.last_ns = st.start_ns;
+        e.message = st.message;
     }
 
     if (!st.samples.empty() || st.sample_period_us != 0) {
@@ -400,8 +409,50 @@ std::string ServerRenderer::wait_summary() {
     return out;
 }
 
+std::string ServerRenderer::error_summary() {
+    std::string out;
+    if (!errors_.empty() && format_ != ServerFormat::json) {
+        char buf[256];
+        std::snprintf(buf, sizeof(buf),
+                      "\n---- errors by number (events_errors_summary_global_by_error) ----\n"
+                      "%12s %-9s %16s %-15s  %-15s  %s\n",
+                      "ERROR_NUMBER", "SQL_STATE", "SUM_ERROR_RAISED", "FIRST_SEEN", "LAST_SEEN",
+                      "MESSAGE_TEXT (the last)");
+        out += buf;
+    }
+    for (const auto &[key, e] : errors_) {
+        if (format_ == ServerFormat::json) {
+            JsonWriter j(out);
+            j.begin_object();
+            j.field("kind", "error_summary");
+            j.field("pid", pid_);
+            j.field("ERROR_NUMBER", key.first);
+            j.field("SQL_STATE", key.second);
+            j.field("SUM_ERROR_RAISED", e.count);
+            // TIMER_START of the first and the last statement that raised it.
+            j.field("FIRST_SEEN_TIMER", e.first_ns * 1000);
+            j.field("LAST_SEEN_TIMER", e.last_ns * 1000);
+            j.field("MESSAGE_TEXT", e.message);
+            j.end_object();
+            out += '\n';
+            continue;
+        }
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), "%12u %-9s %16llu ", key.first, key.second.c_str(),
+                      static_cast<unsigned long long>(e.count));
+        out += buf;
+        clock_.append_wall(e.first_ns, out);  // "HH:MM:SS.uuuuuu"
+        out += "  ";
+        clock_.append_wall(e.last_ns, out);
+        out += "  ";
+        out += e.message;
+        out += '\n';
+    }
+    return out;
+}
+
 std::string ServerRenderer::summary() {
-    std::string out = wait_summary();
+    std::string out = wait_summary() + error_summary();
     std::vector<std::pair<std::string, const ClassTotals *>> order;
     for (const auto &[k, c] : classes_) {
         order.emplace_back(k, &c);

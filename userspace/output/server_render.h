@@ -112,6 +112,8 @@ class ServerRenderer {
     const std::vector<Nested> &nested(const std::vector<StageRow> &rows,
                                       const std::vector<NamedWait> &waits, uint64_t event_id);
     std::string wait_summary();
+    // Failed statements by errno and SQLSTATE.
+    std::string error_summary();
     void count_wait(const NamedWait &w);
     std::string profile_rows(const server::Statement &st, const std::vector<StageRow> &rows);
 
@@ -126,6 +128,11 @@ class ServerRenderer {
         uint64_t count = 0, sum_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
     };
     std::map<std::string, WaitTotals> wait_totals_;  // by EVENT_NAME
+    struct ErrorTotals {
+        uint64_t count = 0, first_ns = 0, last_ns = 0;
+        std::string message;  // the last one's (redacted as its statement)
+    };
+    std::map<std::pair<uint32_t, std::string>, ErrorTotals> errors_;  // by errno, SQLSTATE
     std::vector<nlohmann::ordered_json> last_;
     std::unordered_map<uint64_t, std::string> names_;          // by server address
     std::unordered_map<std::string, TextClass> text_classes_;  // by command and text

@@ -150,6 +150,9 @@ __u64 min_duration_ns = 0;
 #define COM_STMT_EXECUTE 23
 #define COM_STMT_FETCH 28
 #define COM_STMT_BULK_EXECUTE 250
+// The error of a COM_STMT_EXECUTE whose statement id is not prepared (a
+// protocol constant: the same in MariaDB and MySQL).
+#define ER_UNKNOWN_STMT_HANDLER 1243
 
 // The statement a thread is running: the record being built, plus its stages.
 struct thread_state {
@@ -522,7 +525,10 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
         ev->text_addr = src;
         ev->text_len = n;
     }
-    if (ev->command == COM_STMT_EXECUTE && off_last_prepared >= 0) {
+    // An unknown statement id leaves the last statement found in place
+    // when the id is that of a statement prepared by SQL (PREPARE name).
+    if (ev->command == COM_STMT_EXECUTE && off_last_prepared >= 0 &&
+        ev->error != ER_UNKNOWN_STMT_HANDLER) {
         prepared_text(thd, &src, &n);
         ev->text_addr = src;
         ev->text_len = n;

@@ -114,6 +114,16 @@ const volatile __u32 end_per_statement = 0;
 // comes after the reply has reused its buffer).
 const volatile __u32 copy_prepare_text = 0;
 const volatile __u32 text_at_end = 0;
+// COM_STMT_EXECUTE (MySQL): SQL_TEXT is the prepared statement's own text,
+// with its `?` as performance_schema shows it, rather than THD::m_query_string
+// (the text with the values, which the slow log prints): read from the
+// statement the THD last looked up by id, THD::stmt_map's
+// m_last_found_statement (off_last_prepared), and in that Prepared_statement
+// m_display_query_string if not empty, else m_query_string (LEX_CSTRING).
+// -1: unknown in this build, or --format slowlog.
+const volatile __s64 off_last_prepared = -1;
+const volatile __s64 off_ps_query_string = -1;
+const volatile __s64 off_ps_display_query_string = -1;
 
 // Switched by userspace while tracing: exact stage probes detach after
 // --max-statements, and the records say which statements had them.
@@ -140,6 +150,9 @@ __u64 min_duration_ns = 0;
 #define COM_STMT_EXECUTE 23
 #define COM_STMT_FETCH 28
 #define COM_STMT_BULK_EXECUTE 250
+// The error of a COM_STMT_EXECUTE whose statement id is not prepared (a
+// protocol constant: the same in MariaDB and MySQL).
+#define ER_UNKNOWN_STMT_HANDLER 1243
 
 // The statement a thread is running: the record being built, plus its stages.
 struct thread_state {
@@ -361,6 +374,27 @@ static __always_inline void begin_statement(struct thread_state *st, void *thd, 
     (MT_MAX_STAGES * sizeof(struct mt_stage_mark) + \
      MT_STAGE_SLOTS * sizeof(struct mt_stage_samples))
 
+// The text of the prepared statement a COM_STMT_EXECUTE ran (see
+// off_last_prepared) into *src and *n; both unchanged if there is none.
+static __always_inline void prepared_text(void *thd, __u64 *src, __u64 *n) {
+    struct {
+        __u64 str, len;
+    } t = {};
+    void *ps = 0;
+
+    if (off_last_prepared < 0 || off_ps_query_string < 0 ||
+        bpf_probe_read_user(&ps, sizeof(ps), thd + off_last_prepared) || !ps)
+        return;
+    if (off_ps_display_query_string >= 0)
+        bpf_probe_read_user(&t, sizeof(t), ps + off_ps_display_query_string);
+    if (!t.len && bpf_probe_read_user(&t, sizeof(t), ps + off_ps_query_string))
+        return;
+    if (t.str && t.len) {
+        *src = t.str;
+        *n = t.len;
+    }
+}
+
 // Reads the statement's outcome from the THD and sends its record.
 // `split_at`: where the next statement of the same query begins (0: none).
 static __always_inline void end_statement(struct thread_state *st, __u32 flags, __u64 split_at) {
@@ -488,6 +522,14 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
         !(keep_entry_text && src)) {
         src = gathered(g, at_query_string);
         n = gathered(g, at_query_string + 8);
+        ev->text_addr = src;
+        ev->text_len = n;
+    }
+    // An unknown statement id leaves the last statement found in place
+    // when the id is that of a statement prepared by SQL (PREPARE name).
+    if (ev->command == COM_STMT_EXECUTE && off_last_prepared >= 0 &&
+        ev->error != ER_UNKNOWN_STMT_HANDLER) {
+        prepared_text(thd, &src, &n);
         ev->text_addr = src;
         ev->text_len = n;
     }

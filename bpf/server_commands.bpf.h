@@ -79,7 +79,9 @@ int BPF_KPROBE(server_dispatch_command, __u32 command, void *thd, const char *pa
 // command's arguments are a union, already decoded by the server: COM_QUERY
 // and COM_STMT_PREPARE start {const char *query; unsigned length}, COM_INIT_DB
 // {const char *db_name; unsigned long length}. Other commands' arguments are
-// not read.
+// not read. A query's length is 4 bytes: the 4 after it are padding, which
+// the server does not clear (seen: a COM_STMT_PREPARE's text copied
+// with 255 bytes of the packet buffer after it).
 SEC("uprobe")
 int BPF_KPROBE(server_dispatch_command_m8, void *thd, const void *com_data, __u32 command) {
     struct {
@@ -94,7 +96,7 @@ int BPF_KPROBE(server_dispatch_command_m8, void *thd, const void *com_data, __u3
     // A statement to prepare is in the packet buffer, which the reply
     // overwrites before the end: copied now (up to MT_MAX_DB - 1 bytes).
     if (command == COM_INIT_DB || (command == COM_STMT_PREPARE && copy_prepare_text))
-        begin_command(thd, command, 0, (__u32)a.len, (const char *)a.str, a.len);
+        begin_command(thd, command, 0, (__u32)a.len, (const char *)a.str, (__u32)a.len);
     else
         begin_command(thd, command, (const char *)a.str, (__u32)a.len, 0, 0);
     return 0;

@@ -45,8 +45,6 @@ struct Row {
 // What the tracer reports that performance_schema does not, by design:
 // - statement/com/Init DB: SQL_TEXT is the schema given (P_S: NULL), and
 //   CURRENT_SCHEMA the one the command ends in (P_S: the one it began in);
-// - statement/com/Execute: SQL_TEXT is the statement with its parameters
-//   (what THD::query() and the slow log show; P_S shows the `?` text);
 // - statement/com/Close stmt: no SQL_TEXT (P_S: the statement's);
 // - a statement that fails in a multi-statement query: SQL_TEXT is its
 //   own (P_S: its own and the rest of the query, never run).
@@ -54,8 +52,6 @@ Row as_traced(Row p) {
     if (p.event_name == "statement/com/Init DB") {
         p.sql = "mt_db";
         p.schema = "mt_db";
-    } else if (p.event_name == "statement/com/Execute") {
-        p.sql = "EXPANDED";  // compared against the expected list instead
     } else if (p.event_name == "statement/com/Close stmt") {
         p.sql = "NULL";
     } else if (p.err != 0 && p.sql.find("; ") != std::string::npos) {
@@ -113,12 +109,12 @@ const std::vector<Row> &expected() {
          "Unknown column 'nosuch' in 'field list'", 0, 0, 0},
         {"statement/com/Prepare", "select a, b from t where a = ?", "mt_db", 0, "NULL", "NULL", 0,
          0, 0},
-        {"statement/com/Execute", "select a, b from t where a = 2", "mt_db", 0, "NULL", "NULL", 1,
+        {"statement/com/Execute", "select a, b from t where a = ?", "mt_db", 0, "NULL", "NULL", 1,
          1, 0},
         {"statement/com/Close stmt", "NULL", "mt_db", 0, "NULL", "NULL", 0, 0, 0},
         {"statement/com/Prepare", "insert into t values (?, 'p')", "mt_db", 0, "NULL", "NULL", 0, 0,
          0},
-        {"statement/com/Execute", "insert into t values (7, 'p')", "mt_db", 0, "NULL", "NULL", 0, 0,
+        {"statement/com/Execute", "insert into t values (?, 'p')", "mt_db", 0, "NULL", "NULL", 0, 0,
          1},
         {"statement/com/Close stmt", "NULL", "mt_db", 0, "NULL", "NULL", 0, 0, 0},
         {"statement/sql/select", "select connection_id()", "mt_db", 0, "NULL", "NULL", 1, 1, 0},
@@ -199,6 +195,8 @@ TEST_P(ServerMysql, StatementsEqualPerformanceSchema) {
         EXPECT_LE(e["TIMER_START"].get<uint64_t>(), e["TIMER_END"].get<uint64_t>());
         if (i > 0) {
             EXPECT_GE(e["TIMER_START"].get<uint64_t>(), traced[i - 1]["TIMER_END"].get<uint64_t>());
+            // THD::query_id: a new one per statement, in order.
+            EXPECT_GT(e["query_id"].get<uint64_t>(), traced[i - 1]["query_id"].get<uint64_t>());
         }
     }
     if (!pfs) {
@@ -208,7 +206,8 @@ TEST_P(ServerMysql, StatementsEqualPerformanceSchema) {
     auto rows = server_->query(
         "SELECT EVENT_NAME, IFNULL(SQL_TEXT, 'NULL'), IFNULL(CURRENT_SCHEMA, 'NULL'), "
         "MYSQL_ERRNO, IFNULL(RETURNED_SQLSTATE, 'NULL'), IFNULL(MESSAGE_TEXT, 'NULL'), ROWS_SENT, "
-        "ROWS_EXAMINED, ROWS_AFFECTED FROM performance_schema.events_statements_history_long "
+        "ROWS_EXAMINED, ROWS_AFFECTED, STATEMENT_ID FROM "
+        "performance_schema.events_statements_history_long "
         "WHERE THREAD_ID = " +
         pfs_thread + " AND NESTING_EVENT_LEVEL = 0 ORDER BY EVENT_ID");
     ASSERT_TRUE(rows.ok()) << rows.error().message;
@@ -228,9 +227,9 @@ TEST_P(ServerMysql, StatementsEqualPerformanceSchema) {
         const auto &e = traced[i];
         SCOPED_TRACE("performance_schema row " + std::to_string(i) + ": " + c[0] + " " + c[1]);
         EXPECT_EQ(e["EVENT_NAME"], t.event_name);
-        if (t.sql != "EXPANDED") {
-            EXPECT_EQ(str(e["SQL_TEXT"]), t.sql);
-        }
+        EXPECT_EQ(str(e["SQL_TEXT"]), t.sql);
+        // performance_schema's STATEMENT_ID is the THD's query id.
+        EXPECT_EQ(e["query_id"].get<uint64_t>(), std::stoull(c[9]));
         EXPECT_EQ(str(e["CURRENT_SCHEMA"]), t.schema);
         EXPECT_EQ(e["MYSQL_ERRNO"], t.err);
         if (t.err != 0) {
@@ -279,7 +278,8 @@ TEST_P(DoctorPid, NamesFlavourVersionHooksAndModes) {
         EXPECT_NE(r.out.find("THD thread id          found    +0x25d0 (4 bytes)"),
                   std::string::npos)
             << r.out;
-        EXPECT_NE(r.out.find("THD query id           MISSING"), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find("THD query id           found    +0x25a8"), std::string::npos)
+            << r.out;
     } else {
         EXPECT_NE(r.out.find("mysql_parse(THD*, char*, unsigned int, Parser_state*)"),
                   std::string::npos)

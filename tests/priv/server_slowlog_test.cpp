@@ -23,7 +23,9 @@ namespace {
 
 using mysqltrace::test::BackgroundCommand;
 using mysqltrace::test::MariadbServer;
+using mysqltrace::test::read_file;
 using mysqltrace::test::run_command;
+using mysqltrace::test::run_prepared;
 using mysqltrace::test::run_query;
 using mysqltrace::test::server_tracer_argv;
 using mysqltrace::test::ServerFlavour;
@@ -121,6 +123,8 @@ TEST_P(ServerSlowlog, PtQueryDigestReadsWhatTheServerLogs) {
     EXPECT_EQ(run_query(m, "select * from no_such_table"), 1146u);
     ASSERT_EQ(run_query(m, "select 1;  select count(*) from t;delete from t where a = 6"), 0u);
     ASSERT_EQ(run_query(m, "select b from t where a = 42"), 0u);
+    // An EXECUTE is logged with its values (other formats show its `?`).
+    run_prepared(m, "select a from t where a < ?", 3);
     mysql_close(m);
     // Both logs are written as each statement ends; let the last records
     // reach the tracer before it stops.
@@ -148,12 +152,18 @@ TEST_P(ServerSlowlog, PtQueryDigestReadsWhatTheServerLogs) {
         }
     }
     // select b ... (4 literals), select a, b ..., insert (both), update,
-    // the failing select, and the three parts of the multi-statement query.
-    EXPECT_EQ(want.size(), 8u) << server_warnings;
+    // the failing select, the three parts of the multi-statement query and
+    // the EXECUTE.
+    EXPECT_EQ(want.size(), 9u) << server_warnings;
     EXPECT_EQ(got, want);
     EXPECT_EQ(got["select b from t where a = ?"], (Digest{4, 3, 3, 0}));
     EXPECT_EQ(got["update t set b = ? where a <= ?"],
               (Digest{1, 0, 2, GetParam() == ServerFlavour::mysql ? 0u : 2u}));
+    // A fingerprint hides the values: the text itself, as the server logs it.
+    for (const std::string &log : {server_log, traced_log}) {
+        EXPECT_NE(read_file(log).find("\nselect a from t where a < 3;\n"), std::string::npos)
+            << log;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavours, ServerSlowlog,

@@ -170,6 +170,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.waits = a.waits;
     opts.table_io = a.table_io;
     opts.show_secrets = a.show_secrets;
+    // The slow log prints an EXECUTE with its values; performance_schema
+    // with its `?`.
+    opts.prepared_text = !slowlog;
     server::WaitNamer namer(a.pid, target->file, target->load_bias,
                             mysql8 ? server::FileNaming::mysql : server::FileNaming::mariadb);
     // Accounts are sent only for what needs them: trace file names, --user,

@@ -56,6 +56,13 @@ void add_fields(const server::ThdLayout &l, ServerReport &r) {
     field("THD stage name", l.proc_info);
     field("THD security context", l.security_ctx);
     field("handler table share", l.handler_table_share);
+    // MySQL only (MariaDB's statement map is inline code): not listed as
+    // missing on a build that has neither.
+    if (l.last_prepared >= 0 || l.ps_query_string >= 0) {
+        field("THD last prepared", l.last_prepared);
+        field("prepared stmt text", l.ps_query_string);
+        field("prepared stmt display", l.ps_display_query_string);
+    }
 }
 
 void add_modes(const server::ServerTarget *t, const server::ThdLayout &l, ServerReport &r) {
@@ -90,6 +97,11 @@ void add_modes(const server::ServerTarget *t, const server::ThdLayout &l, Server
                                         {"THD rows examined", l.examined_row_count >= 0}});
     part("  ROWS_AFFECTED", {{"DA affected rows", l.da_affected_rows >= 0},
                              {"DA OK status values", l.da_ok_statuses != 0}});
+    if (t && t->profile == server::ServerProfile::mysql8) {
+        const bool ps = l.last_prepared >= 0 && l.ps_query_string >= 0;
+        mode("  EXECUTE's text with its `?`", base && ps,
+             ps ? "" : "needs THD last prepared and prepared stmt text: shown with its values");
+    }
     const bool proc_info = l.proc_info >= 0;
     mode("--stages sampled", base && proc_info, proc_info ? "" : "needs THD stage name");
     const bool exact = base && !t->stages.empty();

@@ -127,6 +127,11 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_sctx_ip = l.sctx_ip;
     ro->sctx_lengths = l.sctx_lengths ? 1 : 0;
     ro->want_accounts = opts.accounts && l.security_ctx >= 0 && l.sctx_user >= 0;
+    if (opts.prepared_text) {
+        ro->off_last_prepared = l.last_prepared;
+        ro->off_ps_query_string = l.ps_query_string;
+        ro->off_ps_display_query_string = l.ps_display_query_string;
+    }
     ro->off_handler_table_share = l.handler_table_share;
     ro->off_share_db = l.share_db;
     ro->off_share_table_name = l.share_table_name;

@@ -45,6 +45,10 @@ struct StatementTracerOptions {
     bool accounts = false;         // send each connection's user@host (accounts())
     bool table_io = false;         // handler row operations as wait/io/table/sql/handler
     bool show_secrets = false;     // statement texts and messages as the server has them
+    // COM_STMT_EXECUTE's SQL_TEXT: the prepared text with its `?`, as
+    // performance_schema shows it (where the build tells where it is), or
+    // (false) the text with the values filled in, as the slow log prints it.
+    bool prepared_text = true;
     bpf::RingOptions ring;
 };
 

@@ -458,6 +458,124 @@ void set_mysql_account_fields(const elf::ElfFile &file, ThdLayout &l) {
     l.sctx_lengths = true;
 }
 
+// MySQL has no accessor for THD::query_id: dispatch_command gives each
+// command its id with an inlined THD::set_query_id(next_query_id()), a
+// `lock xadd` of 1 into atomic_global_query_id whose result (plus one) is
+// stored into the THD. The THD offset of the first such store, or -1.
+int64_t next_query_id_field(const elf::ElfFile &file, const std::string &fn) {
+    auto global = file.find("atomic_global_query_id");
+    if (!global || fn.empty()) {
+        return -1;
+    }
+    int64_t found = -1;
+    int slot = -1;  // the register holding the new id
+    walk(file, fn, [&](const cs_insn &insn, const RegisterState &regs) {
+        const cs_x86 &x = insn.detail->x86;
+        const cs_x86_op *op = x.operands;
+        if (insn.id == X86_INS_XADD && x.op_count == 2 && op[0].type == X86_OP_MEM &&
+            op[1].type == X86_OP_REG && op[1].size == 8) {
+            const SymValue a = regs.address_of(insn, op[0].mem);
+            if (a.base == SymValue::kAbsolute && a.depth == 0 &&
+                a.add == static_cast<int64_t>(global->vaddr)) {
+                slot = reg_slot(op[1].reg);
+            }
+            return false;
+        }
+        if (slot < 0) {
+            return false;
+        }
+        int64_t off = -1;
+        if (auto s = regs.store_of(insn);
+            s && s->size == 8 && op[1].type == X86_OP_REG && reg_slot(op[1].reg) == slot) {
+            if (s->address.is_arg(0, &off)) {
+                found = off;
+            }
+            return found >= 0;  // else a spill: the id is still in the register
+        }
+        // `add $1, %reg` makes the id; any other write loses it.
+        if (x.op_count >= 1 && op[0].type == X86_OP_REG && reg_slot(op[0].reg) == slot &&
+            (op[0].access & CS_AC_WRITE) != 0 &&
+            !(insn.id == X86_INS_ADD && x.op_count == 2 && op[1].type == X86_OP_IMM)) {
+            slot = -1;
+        }
+        return false;
+    });
+    return found;
+}
+
+// MySQL: where a THD keeps the prepared statement it last looked up by id
+// (COM_STMT_EXECUTE's). Prepared_statement_map::find(id) first compares id
+// with its m_last_found_statement's (`mov X(%this),%r; cmp %id,Y(%r)`), and
+// mysql_stmt_precheck(thd, ...) calls it on thd->stmt_map (`lea Z(%thd),%rdi`):
+// Z + X, or -1.
+int64_t last_prepared_statement(const elf::ElfFile &file) {
+    constexpr const char *kFind = "_ZN22Prepared_statement_map4findEm";
+    auto find = file.find(kFind);
+    if (!find) {
+        return -1;
+    }
+    int64_t last_found = -1;
+    walk(file, kFind, [&](const cs_insn &insn, const RegisterState &regs) {
+        const cs_x86 &x = insn.detail->x86;
+        const cs_x86_op *op = x.operands;
+        if (insn.id != X86_INS_CMP || x.op_count != 2 || op[0].type != X86_OP_MEM ||
+            op[1].type != X86_OP_REG) {
+            return false;
+        }
+        const SymValue a = regs.address_of(insn, op[0].mem);
+        if (is_argument(regs.get(op[1].reg), 1) && a.base == 0 && a.depth == 1) {
+            last_found = a.loads[0];
+        }
+        return true;
+    });
+    int64_t map = -1;
+    walk(file, first_with_prefix(file, "_Z19mysql_stmt_precheckP3THD"),
+         [&](const cs_insn &insn, const RegisterState &regs) {
+             const cs_x86 &x = insn.detail->x86;
+             if (insn.id == X86_INS_CALL && x.op_count == 1 && x.operands[0].type == X86_OP_IMM &&
+                 static_cast<uint64_t>(x.operands[0].imm) == find->vaddr) {
+                 regs.get(X86_REG_RDI).is_arg(0, &map);
+                 return true;
+             }
+             return false;
+         });
+    return last_found >= 0 && map >= 0 ? map + last_found : -1;
+}
+
+// Prepared_statement::get_display_query_string(const char **, size_t *)
+// tests m_display_query_string.length, then stores that string's {str,
+// length} through its two arguments, or m_query_string's.
+void set_prepared_text_fields(const elf::ElfFile &file, ThdLayout &l) {
+    int64_t tested = -1;
+    std::vector<int64_t> strs, lens;
+    walk(file, "_ZNK18Prepared_statement24get_display_query_stringEPPKcPm",
+         [&](const cs_insn &insn, const RegisterState &regs) {
+             const cs_x86 &x = insn.detail->x86;
+             int64_t at = -1;
+             if (tested < 0 && insn.id == X86_INS_MOV && x.op_count == 2 &&
+                 x.operands[0].type == X86_OP_REG && x.operands[1].type == X86_OP_MEM &&
+                 regs.address_of(insn, x.operands[1].mem).is_arg(0, &at)) {
+                 tested = at;
+             }
+             if (auto s = regs.store_of(insn); s && s->size == 8 && s->value.is_load(0, 1)) {
+                 if (s->address.is_arg(1, &at) && at == 0) {
+                     strs.push_back(s->value.loads[0]);
+                 } else if (s->address.is_arg(2, &at) && at == 0) {
+                     lens.push_back(s->value.loads[0]);
+                 }
+             }
+             return false;
+         });
+    if (strs.size() != 2 || lens.size() != 2 || lens[0] != strs[0] + 8 || lens[1] != strs[1] + 8) {
+        return;
+    }
+    const size_t display = lens[0] == tested ? 0 : lens[1] == tested ? 1 : 2;
+    if (display < 2) {
+        l.ps_display_query_string = strs[display];
+        l.ps_query_string = strs[1 - display];
+    }
+}
+
 }  // namespace
 
 Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
@@ -570,6 +688,12 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
             v->is_arg(0, &l.query_string);
         }
     }
+    if (l.query_id < 0) {
+        l.query_id =
+            next_query_id_field(file, first_with_prefix(file, "_Z16dispatch_commandP3THD"));
+    }
+    l.last_prepared = last_prepared_statement(file);
+    set_prepared_text_fields(file, l);
     return l;
 }
 

@@ -54,6 +54,17 @@ struct ThdLayout {  // -1 = not found
     int64_t share_table_name = -1;
     // THD::m_query_string (LEX_CSTRING), from thd_query_unsafe() (MySQL).
     int64_t query_string = -1;
+    // MySQL: the prepared statement a COM_STMT_EXECUTE runs, which the THD
+    // still points at by the statement's end: THD::stmt_map's
+    // m_last_found_statement (Prepared_statement *), the THD offset of that
+    // pointer, from Prepared_statement_map::find and mysql_stmt_precheck.
+    int64_t last_prepared = -1;
+    // In Prepared_statement: m_query_string, the prepared text with its `?`
+    // (LEX_CSTRING), and m_display_query_string (a rewritten text, e.g.
+    // without a password), which is shown instead when not empty; from
+    // Prepared_statement::get_display_query_string.
+    int64_t ps_query_string = -1;
+    int64_t ps_display_query_string = -1;
 };
 
 // Errors only when thread_id cannot be found; any other field whose code

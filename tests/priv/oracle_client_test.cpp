@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -162,6 +163,56 @@ TEST_F(OracleClient, RunLibmysqlclientTlsQueryAttributesPreparedError) {
     EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
     EXPECT_TRUE(matches_expected("oracle_run_c_tls.mysql",
                                  rebuilt_only(normalise_trace(s.trace, {{dir(), "<dir>"}}))));
+}
+
+// libmysqlclient's own non-blocking API (the client calls each
+// *_nonblocking function until it is not NET_ASYNC_NOT_READY) gives the same
+// trace as the blocking calls, API lines included: each operation begins at
+// its first call and ends at the call that completes it.
+TEST_F(OracleClient, RunNonblockingApiTracesAsTheBlockingOne) {
+    auto steps = [](bool nonblocking) {
+        return std::vector<Step>{
+            {"connect", "ok"},
+            {"attrs trace_id abc123 n2 v2", "ok"},
+            {"query SELECT mysql_query_attribute_string('trace_id')", "ok 1 1"},
+            // The server answers after 0.1 s: the first call cannot find it.
+            {"query SELECT sleep(0.1) AS s", "ok 1 1"},
+            {"waited", nonblocking ? "ok waited" : "ok not waited"},
+            {"query SELECT id, name FROM t ORDER BY id; SELECT 1; DO 1", "ok 2 4"},
+            {"query SELECT nope FROM t", "error 1054 Unknown column 'nope' in 'field list'"},
+            {"reset", "ok"},
+            {"quit", "ok"},
+        };
+    };
+    std::string traces[2];
+    for (bool nonblocking : {false, true}) {
+        std::vector<std::string> extra = {"--ssl-mode", "REQUIRED", "--multi"};
+        if (nonblocking) {
+            extra.push_back("--nonblocking");
+        }
+        const auto want = steps(nonblocking);
+        auto s = run_under_run(c_client(extra), want, shim_args(),
+                               out_ + (nonblocking ? ".nonblocking" : ".blocking"));
+        ASSERT_EQ(s.answers.size(), want.size()) << s.tracer_stderr;
+        for (size_t i = 0; i < want.size(); i++) {
+            EXPECT_EQ(s.answers[i], want[i].answer) << want[i].command;
+        }
+        EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
+        traces[nonblocking] = rebuilt_only(normalise_trace(s.trace, {{dir(), "<dir>"}}));
+        if (nonblocking) {
+            // The call that sent the query began the operation, and the one
+            // that read the reply ended it: the server slept 0.1 s in
+            // between, so the call spans it (a call reported from its last
+            // attempt would not).
+            static const std::regex re(
+                R"(api: mysql_real_query\(0x[0-9a-f]+\) -> OK; time: (\d+)\.\d+ ms; SQL: SELECT sleep)");
+            std::smatch m;
+            ASSERT_TRUE(std::regex_search(s.trace, m, re)) << s.trace;
+            EXPECT_GE(std::stoi(m[1].str()), 100) << m[0].str();
+        }
+    }
+    EXPECT_TRUE(matches_expected("oracle_run_c_nonblocking.mysql", traces[1]));
+    EXPECT_EQ(traces[1], traces[0]);
 }
 
 // One session under `mysqltrace run --format json`: the stage/event pairs the

@@ -7,6 +7,8 @@
 // run`) is the oracle: the rebuilt event sequence must equal it exactly, for
 // caching_sha2_password's fast path, full authentication over TLS and with
 // the RSA key exchange on a plain socket, and for zstd and zlib compression.
+// Its non-blocking API (mt_client --nonblocking) traces as the blocking
+// calls do, against MySQL 9.7 and MariaDB 10.11.
 #include <unistd.h>
 
 #include <chrono>
@@ -84,16 +86,19 @@ class OracleClient : public ::testing::Test {
         return argv;
     }
 
-    static std::vector<std::string> c_client(const std::vector<std::string> &extra) {
+    // `peer`: the server it talks to (default: the MySQL 9.7 one).
+    static std::vector<std::string> c_client(const std::vector<std::string> &extra,
+                                             const MariadbServer *peer = nullptr) {
+        const MariadbServer &p = peer != nullptr ? *peer : *server_;
         std::vector<std::string> argv = {dir() + "/mt_client_mysql",
                                          "--host",
-                                         server_->host(),
+                                         p.host(),
                                          "--port",
-                                         std::to_string(server_->port()),
+                                         std::to_string(p.port()),
                                          "--user",
-                                         server_->user(),
+                                         p.user(),
                                          "--password",
-                                         server_->password(),
+                                         p.password(),
                                          "--database",
                                          "mt"};
         argv.insert(argv.end(), extra.begin(), extra.end());
@@ -247,6 +252,43 @@ TEST_F(OracleClient, RunNonblockingApiTracesAsTheBlockingOne) {
         }
     }
     EXPECT_TRUE(matches_expected("oracle_run_c_nonblocking.mysql", traces[1]));
+    EXPECT_EQ(traces[1], traces[0]);
+}
+
+// The same client against MariaDB 10.11 (no query attributes there).
+TEST_F(OracleClient, RunNonblockingApiAgainstMariadb) {
+    ServerOptions o;
+    o.flavour = ServerFlavour::mariadb;
+    o.tls = true;
+    auto peer = MariadbServer::start(o);
+    ASSERT_TRUE(peer.ok()) << peer.error().message;
+    auto r = (*peer)->query(
+        "CREATE DATABASE mt; CREATE TABLE mt.t (id INT PRIMARY KEY, name VARCHAR(16));"
+        "INSERT INTO mt.t VALUES (1, 'apple'), (2, 'pear'), (3, 'plum')");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    const std::vector<Step> steps = {
+        {"connect", "ok"},
+        {"query SELECT id, name FROM t ORDER BY id; SELECT 1; DO 1", "ok 2 4"},
+        {"query SELECT nope FROM t", "error 1054 Unknown column 'nope' in 'SELECT'"},
+        {"reset", "ok"},
+        {"quit", "ok"},
+    };
+    std::string traces[2];
+    for (bool nonblocking : {false, true}) {
+        std::vector<std::string> extra = {"--ssl-mode", "REQUIRED", "--multi"};
+        if (nonblocking) {
+            extra.push_back("--nonblocking");
+        }
+        auto s = run_under_run(c_client(extra, peer->get()), steps, shim_args(),
+                               out_ + (nonblocking ? ".nonblocking" : ".blocking"));
+        ASSERT_EQ(s.answers.size(), steps.size()) << s.tracer_stderr;
+        for (size_t i = 0; i < steps.size(); i++) {
+            EXPECT_EQ(s.answers[i], steps[i].answer) << steps[i].command;
+        }
+        EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
+        traces[nonblocking] = rebuilt_only(normalise_trace(s.trace, {{dir(), "<dir>"}}));
+    }
+    EXPECT_TRUE(matches_expected("oracle_run_c_nonblocking_mariadb", traces[1]));
     EXPECT_EQ(traces[1], traces[0]);
 }
 

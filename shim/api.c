@@ -7,17 +7,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "api.h"
 #include "fd_table.h"
-#include "mysqltrace/abi/usdt.h"
-#include "probes.h"
 #include "resolve.h"
 #include "trace_plugin.h"
-
-// Opaque on purpose: no client library's headers or struct layouts.
-struct mt_mysql;       // MYSQL
-struct mt_mysql_stmt;  // MYSQL_STMT
-struct mt_mysql_res;   // MYSQL_RES
-typedef char mt_bool;  // my_bool (char) in MariaDB, bool in MySQL 8: one byte either way
 
 struct mt_mysql *mysql_real_connect(struct mt_mysql *mysql, const char *host, const char *user,
                                     const char *passwd, const char *db, unsigned int port,
@@ -37,6 +30,7 @@ mt_bool mysql_change_user(struct mt_mysql *mysql, const char *user, const char *
                           const char *db);
 int mysql_select_db(struct mt_mysql *mysql, const char *db);
 int mysql_ping(struct mt_mysql *mysql);
+int mysql_reset_connection(struct mt_mysql *mysql);
 void mysql_close(struct mt_mysql *mysql);
 
 // libmariadb's non-blocking API: _start begins an operation, _cont resumes
@@ -64,6 +58,8 @@ int mysql_select_db_start(int *ret, struct mt_mysql *mysql, const char *db);
 int mysql_select_db_cont(int *ret, struct mt_mysql *mysql, int status);
 int mysql_ping_start(int *ret, struct mt_mysql *mysql);
 int mysql_ping_cont(int *ret, struct mt_mysql *mysql, int status);
+int mysql_reset_connection_start(int *ret, struct mt_mysql *mysql);
+int mysql_reset_connection_cont(int *ret, struct mt_mysql *mysql, int status);
 int mysql_close_start(struct mt_mysql *mysql);
 int mysql_close_cont(struct mt_mysql *mysql, int status);
 int mysql_stmt_prepare_start(int *ret, struct mt_mysql_stmt *stmt, const char *q,
@@ -92,6 +88,7 @@ int mysql_stmt_close_cont(mt_bool *ret, struct mt_mysql_stmt *stmt, int status);
     X(mysql_change_user)             \
     X(mysql_select_db)               \
     X(mysql_ping)                    \
+    X(mysql_reset_connection)        \
     X(mysql_close)                   \
     X(mysql_real_connect_start)      \
     X(mysql_real_connect_cont)       \
@@ -113,6 +110,8 @@ int mysql_stmt_close_cont(mt_bool *ret, struct mt_mysql_stmt *stmt, int status);
     X(mysql_select_db_cont)          \
     X(mysql_ping_start)              \
     X(mysql_ping_cont)               \
+    X(mysql_reset_connection_start)  \
+    X(mysql_reset_connection_cont)   \
     X(mysql_close_start)             \
     X(mysql_close_cont)              \
     X(mysql_stmt_prepare_start)      \
@@ -192,7 +191,7 @@ static _Atomic int trace_plugin_tried;
 
 // Once per process, before the first connection, so that Oracle's library
 // traces every connection from its start.
-static void register_trace_plugin(const void *real) {
+void mt_api_register_trace_plugin(const void *real) {
     int expected = 0;
     if (atomic_load_explicit(&trace_plugin_tried, memory_order_relaxed) != 0 ||
         !atomic_compare_exchange_strong(&trace_plugin_tried, &expected, 1)) {
@@ -206,27 +205,10 @@ static void register_trace_plugin(const void *real) {
 
 // ---- Reporting ----
 
-// Calls the library makes to its own interposed functions (mysql_query() to
-// mysql_real_query(), a _start function to the blocking one, ...) are not
-// reported: the program's call is. Only the outermost call changes depth, so
-// it stays balanced across the non-blocking API's suspended contexts.
-static __thread int depth __attribute__((tls_model("initial-exec")));
+__thread int mt_api_depth __attribute__((tls_model("initial-exec")));
 
-static inline int nested(void) {
-    return depth > 0;
-}
-
-// Calls that read a reply the library has usually buffered already: they
-// are reported only when they fail (then with their error), as a probe hit
-// per row or result set would cost more than the work they do.
-static inline int quiet_unless_failed(int func) {
-    return func == MT_API_STORE_RESULT || func == MT_API_USE_RESULT || func == MT_API_NEXT_RESULT ||
-           func == MT_API_STMT_FETCH;
-}
-
-__attribute__((noinline)) static void begin_slow(int func, const void *real, void *handle,
-                                                 int is_stmt, const char *arg, uint64_t arg_len,
-                                                 int arg_is_cstr) {
+void mt_api_begin_slow(int func, const void *real, void *handle, int is_stmt, const char *arg,
+                       uint64_t arg_len, int arg_is_cstr) {
     int saved = errno;
     uint32_t conn = is_stmt ? 0 : mysql_conn(real, handle);
     if (arg_is_cstr) {
@@ -236,40 +218,8 @@ __attribute__((noinline)) static void begin_slow(int func, const void *real, voi
     errno = saved;
 }
 
-static inline void begin_mysql(int func, const void *real, struct mt_mysql *mysql, const char *arg,
-                               uint64_t arg_len) {
-    if (MT_PROBE_ON(api_begin) && mysql != NULL && !quiet_unless_failed(func)) {
-        begin_slow(func, real, mysql, 0, arg, arg_len, 0);
-    }
-}
-
-static inline void begin_mysql_cstr(int func, const void *real, struct mt_mysql *mysql,
-                                    const char *arg) {
-    if (MT_PROBE_ON(api_begin) && mysql != NULL) {
-        begin_slow(func, real, mysql, 0, arg, 0, 1);
-    }
-}
-
-static inline void begin_stmt(int func, const void *real, struct mt_mysql_stmt *stmt,
-                              const char *arg, uint64_t arg_len) {
-    if (MT_PROBE_ON(api_begin) && stmt != NULL && !quiet_unless_failed(func)) {
-        begin_slow(func, real, stmt, 1, arg, arg_len, 0);
-    }
-}
-
-// How a function says it failed.
-enum outcome {
-    OUT_ZERO_OK,     // 0 success, anything else failure
-    OUT_POSITIVE,    // > 0 failure (mysql_next_result: 0 more, -1 no more)
-    OUT_HANDLE,      // a non-NULL pointer: raw is 1 then
-    OUT_RESULT_SET,  // raw 0 (NULL) fails only if the statement had columns or an error
-    OUT_FETCH,       // mysql_stmt_fetch: passed on raw; 1 is the failure
-    OUT_FREED,       // like ZERO_OK, but the handle is gone: no error details
-};
-
-__attribute__((noinline)) static void end_mysql_slow(int func, const void *real,
-                                                     struct mt_mysql *mysql, enum outcome how,
-                                                     int64_t raw) {
+void mt_api_end_mysql_slow(int func, const void *real, struct mt_mysql *mysql, enum mt_outcome how,
+                           int64_t raw) {
     int saved = errno;
     int failed;
     if (how == OUT_HANDLE) {
@@ -306,17 +256,10 @@ __attribute__((noinline)) static void end_mysql_slow(int func, const void *real,
     errno = saved;
 }
 
-static inline void end_mysql(int func, const void *real, struct mt_mysql *mysql, enum outcome how,
-                             int64_t raw) {
-    if (MT_PROBE_ON(api_end) && mysql != NULL) {
-        end_mysql_slow(func, real, mysql, how, raw);
-    }
-}
-
 // A statement handle's connection is not available through the public API:
 // conn and thread_id are 0.
 __attribute__((noinline)) static void end_stmt_slow(int func, const void *real,
-                                                    struct mt_mysql_stmt *stmt, enum outcome how,
+                                                    struct mt_mysql_stmt *stmt, enum mt_outcome how,
                                                     int64_t raw) {
     int saved = errno;
     int64_t ret = how == OUT_FETCH ? raw : raw != 0;
@@ -341,7 +284,7 @@ __attribute__((noinline)) static void end_stmt_slow(int func, const void *real,
 }
 
 static inline void end_stmt(int func, const void *real, struct mt_mysql_stmt *stmt,
-                            enum outcome how, int64_t raw) {
+                            enum mt_outcome how, int64_t raw) {
     if (MT_PROBE_ON(api_end) && stmt != NULL) {
         end_stmt_slow(func, real, stmt, how, raw);
     }
@@ -360,11 +303,11 @@ MT_EXPORT struct mt_mysql *mysql_real_connect(struct mt_mysql *mysql, const char
     if (nested()) {
         return real(mysql, host, user, passwd, db, port, unix_socket, flags);
     }
-    register_trace_plugin((const void *)real);
+    mt_api_register_trace_plugin((const void *)real);
     begin_mysql(MT_API_REAL_CONNECT, real, mysql, NULL, 0);
-    depth++;
+    mt_api_depth++;
     struct mt_mysql *r = real(mysql, host, user, passwd, db, port, unix_socket, flags);
-    depth--;
+    mt_api_depth--;
     end_mysql(MT_API_REAL_CONNECT, real, mysql, OUT_HANDLE, r != NULL);
     return r;
 }
@@ -378,9 +321,9 @@ MT_EXPORT int mysql_real_query(struct mt_mysql *mysql, const char *q, unsigned l
         return real(mysql, q, length);
     }
     begin_mysql(MT_API_REAL_QUERY, real, mysql, q, length);
-    depth++;
+    mt_api_depth++;
     int r = real(mysql, q, length);
-    depth--;
+    mt_api_depth--;
     end_mysql(MT_API_REAL_QUERY, real, mysql, OUT_ZERO_OK, r);
     return r;
 }
@@ -394,9 +337,9 @@ MT_EXPORT int mysql_query(struct mt_mysql *mysql, const char *q) {
         return real(mysql, q);
     }
     begin_mysql_cstr(MT_API_QUERY, real, mysql, q);
-    depth++;
+    mt_api_depth++;
     int r = real(mysql, q);
-    depth--;
+    mt_api_depth--;
     end_mysql(MT_API_QUERY, real, mysql, OUT_ZERO_OK, r);
     return r;
 }
@@ -410,9 +353,9 @@ MT_EXPORT int mysql_send_query(struct mt_mysql *mysql, const char *q, unsigned l
         return real(mysql, q, length);
     }
     begin_mysql(MT_API_SEND_QUERY, real, mysql, q, length);
-    depth++;
+    mt_api_depth++;
     int r = real(mysql, q, length);
-    depth--;
+    mt_api_depth--;
     end_mysql(MT_API_SEND_QUERY, real, mysql, OUT_ZERO_OK, r);
     return r;
 }
@@ -429,9 +372,9 @@ MT_EXPORT int mysql_send_query(struct mt_mysql *mysql, const char *q, unsigned l
             return real(handle);                                                  \
         }                                                                         \
         begin_##kind(func, real, handle, NULL, 0);                                \
-        depth++;                                                                  \
+        mt_api_depth++;                                                           \
         ret_type r = real(handle);                                                \
-        depth--;                                                                  \
+        mt_api_depth--;                                                           \
         end_##kind(func, real, handle, how, raw);                                 \
         return r;                                                                 \
     }
@@ -453,9 +396,9 @@ MT_EXPORT int mysql_stmt_prepare(struct mt_mysql_stmt *stmt, const char *q, unsi
         return real(stmt, q, length);
     }
     begin_stmt(MT_API_STMT_PREPARE, real, stmt, q, length);
-    depth++;
+    mt_api_depth++;
     int r = real(stmt, q, length);
-    depth--;
+    mt_api_depth--;
     end_stmt(MT_API_STMT_PREPARE, real, stmt, OUT_ZERO_OK, r);
     return r;
 }
@@ -476,9 +419,9 @@ MT_EXPORT mt_bool mysql_change_user(struct mt_mysql *mysql, const char *user, co
         return real(mysql, user, passwd, db);
     }
     begin_mysql(MT_API_CHANGE_USER, real, mysql, NULL, 0);
-    depth++;
+    mt_api_depth++;
     mt_bool r = real(mysql, user, passwd, db);
-    depth--;
+    mt_api_depth--;
     end_mysql(MT_API_CHANGE_USER, real, mysql, OUT_ZERO_OK, r);
     return r;
 }
@@ -492,14 +435,16 @@ MT_EXPORT int mysql_select_db(struct mt_mysql *mysql, const char *db) {
         return real(mysql, db);
     }
     begin_mysql_cstr(MT_API_SELECT_DB, real, mysql, db);
-    depth++;
+    mt_api_depth++;
     int r = real(mysql, db);
-    depth--;
+    mt_api_depth--;
     end_mysql(MT_API_SELECT_DB, real, mysql, OUT_ZERO_OK, r);
     return r;
 }
 
 MT_ONE_HANDLE(mysql_ping, int, struct mt_mysql, MT_NO_REAL_INT, mysql, MT_API_PING, OUT_ZERO_OK, r)
+MT_ONE_HANDLE(mysql_reset_connection, int, struct mt_mysql, MT_NO_REAL_INT, mysql,
+              MT_API_RESET_CONNECTION, OUT_ZERO_OK, r)
 // Reported before the real call: afterwards the handle is freed.
 static void close_report(const void *real, struct mt_mysql *mysql) {
     begin_mysql(MT_API_CLOSE, real, mysql, NULL, 0);
@@ -515,6 +460,7 @@ MT_EXPORT void mysql_close(struct mt_mysql *mysql) {
         real(mysql);
         return;
     }
+    mt_api_nonblocking_forget(mysql);
     // The call's end is reported after it, so its time and the COM_QUIT it
     // sends fall inside it; the handle is freed by then, so nothing is read
     // from it afterwards.
@@ -526,9 +472,9 @@ MT_EXPORT void mysql_close(struct mt_mysql *mysql) {
         conn = mysql_conn(real, mysql);
         errno = saved;
     }
-    depth++;
+    mt_api_depth++;
     real(mysql);
-    depth--;
+    mt_api_depth--;
     if (report_end) {
         MT_FIRE_API_END(MT_API_CLOSE, mysql, conn, 0, 0, NULL, NULL, 0);
     }
@@ -547,9 +493,9 @@ MT_EXPORT void mysql_close(struct mt_mysql *mysql) {
         if (nested()) {                                                  \
             return real(ret, handle, status);                            \
         }                                                                \
-        depth++;                                                         \
+        mt_api_depth++;                                                  \
         int done = real(ret, handle, status);                            \
-        depth--;                                                         \
+        mt_api_depth--;                                                  \
         if (done == 0) {                                                 \
             end_call;                                                    \
         }                                                                \
@@ -568,9 +514,9 @@ MT_EXPORT void mysql_close(struct mt_mysql *mysql) {
             return real(ret, handle MT_UNPAREN args);                                            \
         }                                                                                        \
         begin_call;                                                                              \
-        depth++;                                                                                 \
+        mt_api_depth++;                                                                          \
         int done = real(ret, handle MT_UNPAREN args);                                            \
-        depth--;                                                                                 \
+        mt_api_depth--;                                                                          \
         if (done == 0) {                                                                         \
             end_call;                                                                            \
         }                                                                                        \
@@ -631,6 +577,10 @@ MT_NONBLOCKING(mysql_ping, struct mt_mysql, int, MT_NO_REAL_INT, (), (),
                begin_mysql(MT_API_PING, real, handle, NULL, 0),
                end_mysql(MT_API_PING, real, handle, OUT_ZERO_OK, *ret))
 
+MT_NONBLOCKING(mysql_reset_connection, struct mt_mysql, int, MT_NO_REAL_INT, (), (),
+               begin_mysql(MT_API_RESET_CONNECTION, real, handle, NULL, 0),
+               end_mysql(MT_API_RESET_CONNECTION, real, handle, OUT_ZERO_OK, *ret))
+
 MT_NONBLOCKING(mysql_stmt_prepare, struct mt_mysql_stmt, int, MT_NO_REAL_INT,
                (, const char *q, unsigned long length), (, q, length),
                begin_stmt(MT_API_STMT_PREPARE, real, handle, q, length),
@@ -660,9 +610,9 @@ MT_EXPORT int mysql_close_start(struct mt_mysql *mysql) {
         return real(mysql);
     }
     close_report(real, mysql);
-    depth++;
+    mt_api_depth++;
     int done = real(mysql);
-    depth--;
+    mt_api_depth--;
     return done;
 }
 
@@ -674,8 +624,8 @@ MT_EXPORT int mysql_close_cont(struct mt_mysql *mysql, int status) {
     if (nested()) {
         return real(mysql, status);
     }
-    depth++;
+    mt_api_depth++;
     int done = real(mysql, status);
-    depth--;
+    mt_api_depth--;
     return done;
 }

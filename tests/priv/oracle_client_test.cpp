@@ -7,11 +7,14 @@
 // run`) is the oracle: the rebuilt event sequence must equal it exactly, for
 // caching_sha2_password's fast path, full authentication over TLS and with
 // the RSA key exchange on a plain socket, and for zstd and zlib compression.
+// Its non-blocking API (mt_client --nonblocking) traces as the blocking
+// calls do, against MySQL 9.7 and MariaDB 10.11.
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -83,16 +86,19 @@ class OracleClient : public ::testing::Test {
         return argv;
     }
 
-    static std::vector<std::string> c_client(const std::vector<std::string> &extra) {
+    // `peer`: the server it talks to (default: the MySQL 9.7 one).
+    static std::vector<std::string> c_client(const std::vector<std::string> &extra,
+                                             const MariadbServer *peer = nullptr) {
+        const MariadbServer &p = peer != nullptr ? *peer : *server_;
         std::vector<std::string> argv = {dir() + "/mt_client_mysql",
                                          "--host",
-                                         server_->host(),
+                                         p.host(),
                                          "--port",
-                                         std::to_string(server_->port()),
+                                         std::to_string(p.port()),
                                          "--user",
-                                         server_->user(),
+                                         p.user(),
                                          "--password",
-                                         server_->password(),
+                                         p.password(),
                                          "--database",
                                          "mt"};
         argv.insert(argv.end(), extra.begin(), extra.end());
@@ -162,6 +168,128 @@ TEST_F(OracleClient, RunLibmysqlclientTlsQueryAttributesPreparedError) {
     EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
     EXPECT_TRUE(matches_expected("oracle_run_c_tls.mysql",
                                  rebuilt_only(normalise_trace(s.trace, {{dir(), "<dir>"}}))));
+}
+
+// The "stage: S, event: E" pairs of a text trace: those the library's trace
+// plugin reported, and those rebuilt from the wire.
+std::pair<std::vector<std::string>, std::vector<std::string>> event_sources(
+    const std::string &trace) {
+    static const std::regex re(R"(mysqltrace: \d+: (stage: \w+, event: \w+))");
+    std::vector<std::string> library, rebuilt;
+    std::istringstream in(trace);
+    std::vector<std::string> *last = nullptr;
+    for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (std::regex_search(line, m, re)) {
+            rebuilt.push_back(m[1].str());
+            last = &rebuilt;
+        } else if (!line.starts_with("    ")) {
+            last = nullptr;
+        } else if (last != nullptr && line.find("reported by the client library's trace plugin") !=
+                                          std::string::npos) {
+            library.push_back(rebuilt.back());
+            rebuilt.pop_back();
+            last = nullptr;
+        }
+    }
+    return {library, rebuilt};
+}
+
+// libmysqlclient's own non-blocking API (the client calls each
+// *_nonblocking function until it is not NET_ASYNC_NOT_READY) gives the same
+// trace as the blocking calls, API lines included: each operation begins at
+// its first call and ends at the call that completes it.
+TEST_F(OracleClient, RunNonblockingApiTracesAsTheBlockingOne) {
+    auto steps = [](bool nonblocking) {
+        return std::vector<Step>{
+            {"connect", "ok"},
+            {"attrs trace_id abc123 n2 v2", "ok"},
+            {"query SELECT mysql_query_attribute_string('trace_id')", "ok 1 1"},
+            // The server answers after 0.1 s: the first call cannot find it.
+            {"query SELECT sleep(0.1) AS s", "ok 1 1"},
+            {"waited", nonblocking ? "ok waited" : "ok not waited"},
+            {"query SELECT id, name FROM t ORDER BY id; SELECT 1; DO 1", "ok 2 4"},
+            {"query SELECT nope FROM t", "error 1054 Unknown column 'nope' in 'field list'"},
+            {"reset", "ok"},
+            {"quit", "ok"},
+        };
+    };
+    std::string traces[2];
+    for (bool nonblocking : {false, true}) {
+        std::vector<std::string> extra = {"--ssl-mode", "REQUIRED", "--multi"};
+        if (nonblocking) {
+            extra.push_back("--nonblocking");
+        }
+        const auto want = steps(nonblocking);
+        auto s = run_under_run(c_client(extra), want, shim_args(),
+                               out_ + (nonblocking ? ".nonblocking" : ".blocking"));
+        ASSERT_EQ(s.answers.size(), want.size()) << s.tracer_stderr;
+        for (size_t i = 0; i < want.size(); i++) {
+            EXPECT_EQ(s.answers[i], want[i].answer) << want[i].command;
+        }
+        EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
+        traces[nonblocking] = rebuilt_only(normalise_trace(s.trace, {{dir(), "<dir>"}}));
+        // The library's own trace plugin is the oracle of the blocking run.
+        // Not of the non-blocking one: there 9.7.4 reports AUTH_PLUGIN again
+        // at every call that finds the server's reply not there yet, and no
+        // READ_PACKET for the greeting (the rebuilt sequence equals the
+        // blocking run's, checked below).
+        const auto [library, rebuilt] = event_sources(s.trace);
+        EXPECT_GT(library.size(), 40u);
+        if (!nonblocking) {
+            EXPECT_EQ(rebuilt, library);
+        }
+        if (nonblocking) {
+            // The call that sent the query began the operation, and the one
+            // that read the reply ended it: the server slept 0.1 s in
+            // between, so the call spans it (a call reported from its last
+            // attempt would not).
+            static const std::regex re(
+                R"(api: mysql_real_query\(0x[0-9a-f]+\) -> OK; time: (\d+)\.\d+ ms; SQL: SELECT sleep)");
+            std::smatch m;
+            ASSERT_TRUE(std::regex_search(s.trace, m, re)) << s.trace;
+            EXPECT_GE(std::stoi(m[1].str()), 100) << m[0].str();
+        }
+    }
+    EXPECT_TRUE(matches_expected("oracle_run_c_nonblocking.mysql", traces[1]));
+    EXPECT_EQ(traces[1], traces[0]);
+}
+
+// The same client against MariaDB 10.11 (no query attributes there).
+TEST_F(OracleClient, RunNonblockingApiAgainstMariadb) {
+    ServerOptions o;
+    o.flavour = ServerFlavour::mariadb;
+    o.tls = true;
+    auto peer = MariadbServer::start(o);
+    ASSERT_TRUE(peer.ok()) << peer.error().message;
+    auto r = (*peer)->query(
+        "CREATE DATABASE mt; CREATE TABLE mt.t (id INT PRIMARY KEY, name VARCHAR(16));"
+        "INSERT INTO mt.t VALUES (1, 'apple'), (2, 'pear'), (3, 'plum')");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    const std::vector<Step> steps = {
+        {"connect", "ok"},
+        {"query SELECT id, name FROM t ORDER BY id; SELECT 1; DO 1", "ok 2 4"},
+        {"query SELECT nope FROM t", "error 1054 Unknown column 'nope' in 'SELECT'"},
+        {"reset", "ok"},
+        {"quit", "ok"},
+    };
+    std::string traces[2];
+    for (bool nonblocking : {false, true}) {
+        std::vector<std::string> extra = {"--ssl-mode", "REQUIRED", "--multi"};
+        if (nonblocking) {
+            extra.push_back("--nonblocking");
+        }
+        auto s = run_under_run(c_client(extra, peer->get()), steps, shim_args(),
+                               out_ + (nonblocking ? ".nonblocking" : ".blocking"));
+        ASSERT_EQ(s.answers.size(), steps.size()) << s.tracer_stderr;
+        for (size_t i = 0; i < steps.size(); i++) {
+            EXPECT_EQ(s.answers[i], steps[i].answer) << steps[i].command;
+        }
+        EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
+        traces[nonblocking] = rebuilt_only(normalise_trace(s.trace, {{dir(), "<dir>"}}));
+    }
+    EXPECT_TRUE(matches_expected("oracle_run_c_nonblocking_mariadb", traces[1]));
+    EXPECT_EQ(traces[1], traces[0]);
 }
 
 // One session under `mysqltrace run --format json`: the stage/event pairs the

@@ -135,6 +135,7 @@ TEST_P(RunTrace, CMultiStatementsPreparedAdmin) {
            {"execute 41 2", "ok 2"},
            {"close_stmt", "ok"},
            {"ping", "ok"},
+           {"reset", "ok"},
            {"initdb mt", "ok"},
            {"stats", "ok"},
            {"change_user " + server_->user() + " " + server_->password(), "ok"},

@@ -9,6 +9,9 @@
 //             [--database D] [--compress] [--ssl] [--local-infile] [--multi]
 //             libmysqlclient only: [--compression-algorithms zlib|zstd]
 //             [--ssl-mode DISABLED|REQUIRED|...] [--get-server-public-key]
+//             [--nonblocking]  (connect, query and reset through libmysqlclient's
+//                               *_nonblocking functions, each called until it is
+//                               not NET_ASYNC_NOT_READY; same answers)
 //
 // Commands and answers (same protocol as pymysql_client.py, mysql2_client.js):
 //   connect                      ok | error <code> <message>
@@ -17,6 +20,10 @@
 //   ping | stats                 ok
 //   initdb <db>                  ok
 //   change_user <user> <pass>    ok
+//   reset                        ok   (mysql_reset_connection)
+//   waited                       ok waited | ok not waited  (whether a
+//                                      non-blocking call was NOT_READY since
+//                                      the last ask)
 //   prepare <sql>                ok
 //   execute [<int> ...]          ok <rows>
 //   close_stmt                   ok
@@ -39,6 +46,22 @@
 static MYSQL *db;
 static MYSQL_STMT *stmt;
 
+#ifdef ORACLE_CLIENT
+static int nonblocking;
+static unsigned long not_ready;  // calls that answered NET_ASYNC_NOT_READY
+
+// Calls a non-blocking function until the operation is no longer NOT_READY.
+#define NB(call)                                                    \
+    ({                                                              \
+        enum net_async_status s_;                                   \
+        while ((s_ = (call)) == NET_ASYNC_NOT_READY)                \
+            not_ready++;                                            \
+        s_;                                                         \
+    })
+
+static void do_query_nonblocking(const char *sql);
+#endif
+
 static void answer_error(unsigned code, const char *msg)
 {
     printf("error %u %s\n", code, msg);
@@ -60,6 +83,12 @@ static void do_query(const char *sql)
     unsigned long long rows = 0;
     int status;
 
+#ifdef ORACLE_CLIENT
+    if (nonblocking) {
+        do_query_nonblocking(sql);
+        return;
+    }
+#endif
     if (mysql_real_query(db, sql, strlen(sql)) != 0) {
         db_error();
         return;
@@ -83,6 +112,45 @@ static void do_query(const char *sql)
     } while (status == 0);
     printf("ok %u %llu\n", sets, rows);
 }
+
+#ifdef ORACLE_CLIENT
+static void do_query_nonblocking(const char *sql)
+{
+    unsigned sets = 0;
+    unsigned long long rows = 0;
+    enum net_async_status status;
+
+    if (NB(mysql_real_query_nonblocking(db, sql, strlen(sql))) != NET_ASYNC_COMPLETE) {
+        db_error();
+        return;
+    }
+    do {
+        MYSQL_RES *res = NULL;
+
+        if (NB(mysql_store_result_nonblocking(db, &res)) == NET_ASYNC_ERROR) {
+            db_error();
+            return;
+        }
+        if (res) {
+            MYSQL_ROW row;
+
+            sets++;
+            while (NB(mysql_fetch_row_nonblocking(res, &row)) == NET_ASYNC_COMPLETE && row)
+                rows++;
+            NB(mysql_free_result_nonblocking(res));
+        } else if (mysql_field_count(db) != 0) {
+            db_error();
+            return;
+        }
+        status = NB(mysql_next_result_nonblocking(db));
+        if (status == NET_ASYNC_ERROR) {
+            db_error();
+            return;
+        }
+    } while (status == NET_ASYNC_COMPLETE);
+    printf("ok %u %llu\n", sets, rows);
+}
+#endif
 
 static void do_execute(char *args)
 {
@@ -171,6 +239,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--compression-algorithms") && v) { algorithms = v; i++; }
         else if (!strcmp(a, "--ssl-mode") && v) { ssl_mode = v; i++; }
         else if (!strcmp(a, "--get-server-public-key")) get_key = 1;
+#ifdef ORACLE_CLIENT
+        else if (!strcmp(a, "--nonblocking")) nonblocking = 1;
+#endif
         else {
             fprintf(stderr, "mt_client: bad argument %s\n", a);
             return 2;
@@ -224,6 +295,17 @@ int main(int argc, char **argv)
                 mysql_optionsv(db, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &no);
             }
 #endif
+#ifdef ORACLE_CLIENT
+            if (nonblocking) {
+                if (NB(mysql_real_connect_nonblocking(db, host, user, pass, database, port, sock,
+                                                      multi ? CLIENT_MULTI_STATEMENTS : 0)) !=
+                    NET_ASYNC_COMPLETE)
+                    db_error();
+                else
+                    puts("ok");
+                continue;
+            }
+#endif
             if (!mysql_real_connect(db, host, user, pass, database, port, sock,
                                     multi ? CLIENT_MULTI_STATEMENTS : 0))
                 db_error();
@@ -254,6 +336,23 @@ int main(int argc, char **argv)
             char *u = strtok(arg, " "), *p = strtok(NULL, " ");
 
             mysql_change_user(db, u, p ? p : "", NULL) ? db_error() : (void)puts("ok");
+        } else if (!strcmp(line, "reset")) {
+#ifdef ORACLE_CLIENT
+            if (nonblocking) {
+                NB(mysql_reset_connection_nonblocking(db)) != NET_ASYNC_COMPLETE
+                    ? db_error()
+                    : (void)puts("ok");
+                continue;
+            }
+#endif
+            mysql_reset_connection(db) ? db_error() : (void)puts("ok");
+        } else if (!strcmp(line, "waited")) {
+#ifdef ORACLE_CLIENT
+            puts(not_ready ? "ok waited" : "ok not waited");
+            not_ready = 0;
+#else
+            puts("ok not waited");
+#endif
         } else if (!strcmp(line, "prepare")) {
             stmt = mysql_stmt_init(db);
             mysql_stmt_prepare(stmt, arg, strlen(arg)) ? stmt_error() : (void)puts("ok");

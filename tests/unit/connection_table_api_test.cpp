@@ -72,6 +72,10 @@ ApiRecord api(uint64_t ts, mt_api_phase phase, uint32_t func) {
     return a;
 }
 
+std::span<const uint8_t> bytes(const std::string &s) {
+    return {reinterpret_cast<const uint8_t *>(s.data()), s.size()};
+}
+
 TEST(ConnectionTableApi, RefusedConnectOutsideTheApiUsesTheErrno) {
     Collected c;
     ConnectionTable t({}, c.callbacks());
@@ -183,6 +187,53 @@ TEST(ConnectionTableApi, UnmatchedEndIsIgnored) {
     t.on_api(api(50, MT_API_END, MT_API_REAL_QUERY));
     EXPECT_TRUE(c.calls.empty());
     EXPECT_TRUE(c.events.empty());
+}
+
+TEST(ConnectionTableApi, NonBlockingCallsOfTwoHandlesOnOneThreadEndInAnyOrder) {
+    // An event loop starts a query on each of two handles, and the second
+    // completes first: each end goes with its own handle's begin.
+    Collected c;
+    ConnectionTable t({}, c.callbacks());
+    ApiRecord a = api(10, MT_API_BEGIN, MT_API_REAL_QUERY);
+    const std::string qa = "select 'a'";
+    a.text = bytes(qa);
+    a.text_len = qa.size();
+    ApiRecord b = api(20, MT_API_BEGIN, MT_API_REAL_QUERY);
+    b.handle = 0x2000;
+    const std::string qb = "select 'b'";
+    b.text = bytes(qb);
+    b.text_len = qb.size();
+    t.on_api(a);
+    t.on_api(b);
+    ApiRecord end_a = api(30, MT_API_END, MT_API_REAL_QUERY);
+    ApiRecord end_b = api(40, MT_API_END, MT_API_REAL_QUERY);
+    end_b.handle = 0x2000;
+    t.on_api(end_a);
+    t.on_api(end_b);
+    ASSERT_EQ(c.calls.size(), 2u);
+    EXPECT_EQ(c.calls[0].handle, 0x1000u);
+    EXPECT_EQ(c.calls[0].arg, "select 'a'");
+    EXPECT_EQ(c.calls[0].ts_begin_ns, 10u);
+    EXPECT_EQ(c.calls[1].handle, 0x2000u);
+    EXPECT_EQ(c.calls[1].arg, "select 'b'");
+    EXPECT_EQ(c.calls[1].ts_begin_ns, 20u);
+}
+
+TEST(ConnectionTableApi, BindParamShowsAttributeNamesUnredacted) {
+    // The shim passes names only; they are not SQL, so the redaction of
+    // statement texts does not apply to them.
+    Collected c;
+    ConnectionTable t({}, c.callbacks());
+    ApiRecord b = api(10, MT_API_BEGIN, MT_API_BIND_PARAM);
+    const std::string names = "trace_id, password";
+    b.text = bytes(names);
+    b.text_len = names.size();
+    t.on_api(b);
+    t.on_api(api(11, MT_API_END, MT_API_BIND_PARAM));
+    ASSERT_EQ(c.calls.size(), 1u);
+    EXPECT_EQ(c.calls[0].func, "mysql_bind_param");
+    EXPECT_EQ(c.calls[0].arg, "trace_id, password");
+    EXPECT_FALSE(c.calls[0].failed);
 }
 
 }  // namespace

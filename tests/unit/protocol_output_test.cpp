@@ -255,6 +255,26 @@ TEST(ProtocolJson, CommandSummaryKeys) {
     EXPECT_EQ(j["sql_bytes"], 90000);
 }
 
+TEST(ProtocolOutput, BindParamCallShowsItsAttributeNames) {
+    protocol::ApiCall call;
+    call.conn = 1;
+    call.pid = 3;
+    call.tid = 4;
+    call.func = "mysql_bind_param";
+    call.handle = 0x10;
+    call.ts_begin_ns = 10;
+    call.ts_end_ns = 1'010;
+    call.arg = "trace_id, n2";
+    ProtocolTextOptions options;
+    options.timestamps = false;
+    EXPECT_EQ(render_api_call_text(call, options),
+              "mysqltrace: 1: api: mysql_bind_param(0x10) -> OK; time: 1000 ns; attributes: "
+              "trace_id, n2\n");
+    auto j = nlohmann::json::parse(render_api_call_json(call));
+    EXPECT_EQ(j["attributes"], "trace_id, n2");
+    EXPECT_FALSE(j.contains("sql"));
+}
+
 // A recorded session rendered end to end: every event is one line plus its
 // details, and every JSON line parses.
 TEST(ProtocolOutput, RecordedSessionRendersCompletely) {

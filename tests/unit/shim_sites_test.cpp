@@ -233,7 +233,8 @@ TEST(ShimSites, ExportsExactlyTheInterposers) {
         "mysql_real_connect", "mysql_real_query", "mysql_query", "mysql_send_query",
         "mysql_read_query_result", "mysql_store_result", "mysql_use_result", "mysql_next_result",
         "mysql_stmt_prepare", "mysql_stmt_execute", "mysql_stmt_fetch", "mysql_stmt_close",
-        "mysql_change_user", "mysql_select_db", "mysql_ping", "mysql_close",
+        "mysql_change_user", "mysql_select_db", "mysql_ping", "mysql_reset_connection",
+        "mysql_close",
         // libmariadb's non-blocking API
         "mysql_real_connect_start", "mysql_real_connect_cont", "mysql_real_query_start",
         "mysql_real_query_cont", "mysql_query_start", "mysql_query_cont", "mysql_send_query_start",
@@ -244,8 +245,12 @@ TEST(ShimSites, ExportsExactlyTheInterposers) {
         "mysql_close_start", "mysql_close_cont", "mysql_stmt_prepare_start",
         "mysql_stmt_prepare_cont", "mysql_stmt_execute_start", "mysql_stmt_execute_cont",
         "mysql_stmt_fetch_start", "mysql_stmt_fetch_cont", "mysql_stmt_close_start",
-        "mysql_stmt_close_cont"};
-    EXPECT_EQ(want.size(), 68u);
+        "mysql_stmt_close_cont", "mysql_reset_connection_start", "mysql_reset_connection_cont",
+        // Oracle libmysqlclient's non-blocking API and query attributes
+        "mysql_real_connect_nonblocking", "mysql_real_query_nonblocking",
+        "mysql_send_query_nonblocking", "mysql_store_result_nonblocking",
+        "mysql_next_result_nonblocking", "mysql_reset_connection_nonblocking", "mysql_bind_param"};
+    EXPECT_EQ(want.size(), 78u);
     EXPECT_EQ(shim().exports, want);
 }
 

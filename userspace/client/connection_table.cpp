@@ -355,7 +355,9 @@ void ConnectionTable::on_api(const ApiRecord &a) {
         }
         if (!a.text.empty() || a.text_len > 0) {
             std::string_view text(reinterpret_cast<const char *>(a.text.data()), a.text.size());
-            call.arg = options_.show_secrets ? std::string(text) : sql::redact_sql(text);
+            // mysql_bind_param's are attribute names, never their values.
+            call.arg = options_.show_secrets || a.func == MT_API_BIND_PARAM ? std::string(text)
+                                                                            : sql::redact_sql(text);
             call.arg_len = a.text_len;
         }
         calls_[a.tid].push_back(std::move(call));
@@ -406,13 +408,28 @@ void ConnectionTable::end_call(const ApiRecord &a) {
     const bool failed = a.func == MT_API_STMT_FETCH ? a.ret == 1 : a.ret != 0;
     auto calls = calls_.find(a.tid);
     OpenCall call;
-    if (calls != calls_.end() && !calls->second.empty() && calls->second.back().func == a.func) {
-        call = std::move(calls->second.back());
-        calls->second.pop_back();
-        if (calls->second.empty()) {
-            calls_.erase(calls);
+    // The latest open call of this function on this handle: a thread that
+    // drives several handles through a non-blocking API has one open per
+    // handle, and they end in any order.
+    bool found = false;
+    if (calls != calls_.end()) {
+        auto &open = calls->second;
+        auto it = std::find_if(open.rbegin(), open.rend(), [&a](const OpenCall &c) {
+            return c.func == a.func && c.handle == a.handle;
+        });
+        if (it != open.rend()) {
+            call = std::move(*it);
+            open.erase(std::next(it).base());
+            found = true;
+            if (open.empty()) {
+                calls_.erase(calls);
+            }
         }
-    } else if (failed) {
+    }
+    if (!found && !failed) {
+        return;  // its entry was not seen: the trace began inside the call
+    }
+    if (!found) {
         // The shim reports calls that read a buffered reply only when they
         // fail, without their entry (or the trace began inside the call).
         call.func = a.func;
@@ -422,8 +439,6 @@ void ConnectionTable::end_call(const ApiRecord &a) {
         if (auto h = handle_socks_.find(a.handle); h != handle_socks_.end()) {
             call.sock = h->second;
         }
-    } else {
-        return;  // its entry was not seen: the trace began inside the call
     }
     const std::string_view message(reinterpret_cast<const char *>(a.text.data()), a.text.size());
     uint64_t sock = a.sock != 0 ? a.sock : call.sock;
@@ -547,6 +562,10 @@ const char *api_func_name(uint32_t func) {
             return "mysql_close";
         case MT_API_QUERY:
             return "mysql_query";
+        case MT_API_RESET_CONNECTION:
+            return "mysql_reset_connection";
+        case MT_API_BIND_PARAM:
+            return "mysql_bind_param";
         default:
             return "";
     }

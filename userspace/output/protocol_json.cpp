@@ -145,7 +145,11 @@ json api_call_json(const protocol::ApiCall &call) {
     put(j, "sqlstate", call.sqlstate);
     put(j, "error_message", call.error_message);
     put(j, "server_thread_id", call.server_thread_id);
-    put(j, call.func == "mysql_select_db" ? "schema" : "sql", call.arg);
+    put(j,
+        call.func == "mysql_select_db"    ? "schema"
+        : call.func == "mysql_bind_param" ? "attributes"
+                                          : "sql",
+        call.arg);
     put(j, "sql_bytes", call.arg_bytes);
     j["server_wait_ns"] = call.server_wait_ns;
     j["duration_ns"] = call.ts_end_ns - call.ts_begin_ns;

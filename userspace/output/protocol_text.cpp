@@ -284,7 +284,9 @@ std::string render_api_call_text(const protocol::ApiCall &call,
         out += "; server thread: " + std::to_string(*call.server_thread_id);
     }
     if (call.arg) {
-        out += (call.func == "mysql_select_db" ? "; schema: " : "; SQL: ") +
+        out += (call.func == "mysql_select_db"    ? "; schema: "
+                : call.func == "mysql_bind_param" ? "; attributes: "
+                                                  : "; SQL: ") +
                cut_text(*call.arg, options.max_value_chars, call.arg_bytes);
     }
     out += '\n';

@@ -85,5 +85,7 @@ enum mt_api_func {
     MT_API_PING = 14,
     MT_API_CLOSE = 15,
     MT_API_QUERY = 16,  // mysql_query (libraries may implement it without real_query)
+    MT_API_RESET_CONNECTION = 17,
+    MT_API_BIND_PARAM = 18,  // mysql_bind_param: arg is the attribute names, ", " between
     MT_API_FUNC_COUNT
 };

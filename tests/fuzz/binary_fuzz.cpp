@@ -23,12 +23,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "elf/elf_file.h"
 #include "server/hooks.h"
+#include "server/server_target.h"
 #include "server/stage_sites.h"
 #include "server/thd_layout.h"
 
@@ -193,8 +195,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t i = 6; i + 5 <= size; i += 5) {
         bytes[hot_offset(t, u32(data + i))] ^= data[i + 4];
     }
-    if (auto file = elf::ElfFile::open_memory(t.path, std::span<uint8_t>(bytes, length))) {
-        analyse(**file);
+    // Under the default analysis limits, as the tracer runs.
+    if (auto opened = elf::ElfFile::open_memory(t.path, std::span<uint8_t>(bytes, length))) {
+        std::shared_ptr<const elf::ElfFile> file = std::move(opened).value();
+        analyse(*file);
+        // The whole analysis, as `server --pid` runs it: once a limit is
+        // hit, it must refuse the binary naming that limit.
+        auto target = server::analyse_server(file, "fuzz");
+        if (file->budget()->exhausted() &&
+            (target || target.error().message != file->budget()->exceeded()->message)) {
+            std::fprintf(stderr, "binary_fuzz: a limit was hit but the analysis %s\n",
+                         target ? "succeeded" : target.error().message.c_str());
+            std::abort();
+        }
     }
     munmap(map, t.size);
     return 0;

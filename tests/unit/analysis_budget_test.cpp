@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -68,6 +69,10 @@ struct Case {
     const char *message;  // after "/usr/sbin/mariadbd: analysis stopped: "
 };
 
+std::ostream &operator<<(std::ostream &out, const Case &c) {
+    return out << elf::limit_name(c.limit) << "=" << c.value;
+}
+
 class EachLimit : public MariadbBounds, public ::testing::WithParamInterface<Case> {};
 
 TEST_P(EachLimit, StopsTheAnalysisNamingIt) {
@@ -125,6 +130,32 @@ TEST_F(MariadbBounds, ReadsStopAtTheEndOfTheFile) {
                                         ": analysis stopped: more than 64 bytes of code and "
                                         "data read (analysis limit bytes_read)");
     EXPECT_FALSE((*g)->read(sym->vaddr, 0).ok());
+}
+
+// MYSQLTRACE_ANALYSIS_LIMITS: the way out for a larger binary, and a typo
+// refuses every binary rather than being ignored.
+TEST(AnalysisLimits, FromTheEnvironment) {
+    AnalysisLimits l = elf::default_analysis_limits();
+    ASSERT_TRUE(elf::apply_limits("instructions=20000000,cpu_ms=30000", l).ok());
+    EXPECT_EQ(l[Limit::instructions], 20'000'000u);
+    EXPECT_EQ(l[Limit::cpu_ms], 30'000u);
+    EXPECT_EQ(l[Limit::symbols], elf::default_analysis_limits()[Limit::symbols]);
+    for (const char *bad : {"instruction=5", "cpu_ms=", "cpu_ms=10ms", "=5", "symbols"}) {
+        auto r = elf::apply_limits(bad, l);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_EQ(r.error().message.find("`" + std::string(bad) + "` is not NAME=NUMBER"), 0u)
+            << r.error().message;
+    }
+    ASSERT_EQ(setenv("MYSQLTRACE_ANALYSIS_LIMITS", "symbols=7", 1), 0);
+    EXPECT_EQ(elf::default_analysis_limits()[Limit::symbols], 7u);
+    ASSERT_EQ(setenv("MYSQLTRACE_ANALYSIS_LIMITS", "symbols=7,bogus=1", 1), 0);
+    elf::AnalysisBudget budget("x", elf::default_analysis_limits());
+    unsetenv("MYSQLTRACE_ANALYSIS_LIMITS");
+    EXPECT_FALSE(budget.charge(Limit::instructions));
+    ASSERT_TRUE(budget.exceeded().has_value());
+    EXPECT_EQ(budget.exceeded()->message.rfind("MYSQLTRACE_ANALYSIS_LIMITS: `bogus=1` is not", 0),
+              0u)
+        << budget.exceeded()->message;
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstdlib>
 #include <ctime>
 #include <string>
 #include <utility>
@@ -51,7 +53,39 @@ AnalysisLimits default_analysis_limits() {
     for (size_t i = 0; i < kLimitCount; i++) {
         l.value[i] = kLimits[i].fallback;
     }
+    if (const char *env = std::getenv("MYSQLTRACE_ANALYSIS_LIMITS")) {
+        if (auto r = apply_limits(env, l); !r) {
+            l.invalid = "MYSQLTRACE_ANALYSIS_LIMITS: " + r.error().message;
+        }
+    }
     return l;
+}
+
+Result<void> apply_limits(std::string_view spec, AnalysisLimits &limits) {
+    while (!spec.empty()) {
+        const size_t comma = spec.find(',');
+        const std::string_view item = spec.substr(0, comma);
+        spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
+        const size_t eq = item.find('=');
+        const std::string_view name = item.substr(0, eq == std::string_view::npos ? 0 : eq);
+        const std::string_view value =
+            eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
+        size_t i = 0;
+        while (i < kLimitCount && name != kLimits[i].name) {
+            i++;
+        }
+        uint64_t v = 0;
+        auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+        if (i == kLimitCount || value.empty() || ec != std::errc{} ||
+            end != value.data() + value.size()) {
+            return Error{EINVAL, "`" + std::string(item) +
+                                     "` is not NAME=NUMBER with a NAME of file_bytes, symbols, "
+                                     "symbol_name_bytes, bytes_read, instructions, "
+                                     "function_instructions, relocations, probe_sites, cpu_ms"};
+        }
+        limits.value[i] = v;
+    }
+    return {};
 }
 
 const char *limit_name(Limit l) {
@@ -63,7 +97,11 @@ const char *limit_what(Limit l) {
 }
 
 AnalysisBudget::AnalysisBudget(std::string who, const AnalysisLimits &limits)
-    : who_(std::move(who)), limits_(limits), start_cpu_ns_(thread_cpu_ns()) {}
+    : who_(std::move(who)), limits_(limits), start_cpu_ns_(thread_cpu_ns()) {
+    if (!limits_.invalid.empty()) {
+        exceeded_ = Error{EINVAL, limits_.invalid};
+    }
+}
 
 bool AnalysisBudget::fail(Limit l, uint64_t limit) {
     if (!exceeded_) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "util/result.h"
 
@@ -38,14 +39,23 @@ inline constexpr size_t kLimitCount = 9;
 
 struct AnalysisLimits {
     uint64_t value[kLimitCount] = {};
+    // Not "": why these limits are unusable (a bad MYSQLTRACE_ANALYSIS_LIMITS);
+    // a budget with them refuses every binary with this message.
+    std::string invalid;
 
     uint64_t &operator[](Limit l) { return value[static_cast<size_t>(l)]; }
     uint64_t operator[](Limit l) const { return value[static_cast<size_t>(l)]; }
 };
 
 // The defaults: ten times or more what the largest server binaries known
-// need (docs/security.md, "Analysis bounds", has the measurements).
+// need (docs/security.md, "Analysis bounds", has the measurements), then
+// whatever the environment's MYSQLTRACE_ANALYSIS_LIMITS sets, e.g.
+// "instructions=20000000,cpu_ms=30000": the way out for a binary larger
+// than any known, and how tests make a limit trip.
 AnalysisLimits default_analysis_limits();
+
+// Applies `spec` ("name=value,..." with the names of limit_name()) to `limits`.
+Result<void> apply_limits(std::string_view spec, AnalysisLimits &limits);
 
 // "instructions", ... as in --help and the docs; nullptr for no such name.
 const char *limit_name(Limit l);

@@ -110,7 +110,7 @@ Result<void> read_sections(Binary &bin) {
             continue;
         }
         Elf_Data *data = elf_getdata(scn, nullptr);
-        // What the section really holds: a header may claim 2^64 bytes.
+        // Entries as libelf read them, as ElfFile counts symbols.
         const size_t count = data == nullptr ? 0 : data->d_size / sh.sh_entsize;
         if (!bin.file.budget()->charge(elf::Limit::relocations, count)) {
             break;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // A server binary over an analysis limit (elf/analysis_budget.h), on both
-// flavours: `mysqltrace server` refuses it naming the limit, before anything
-// is attached, and the server is untouched. Under the default limits both
+// flavours: `mysqltrace server` and `calls` refuse it naming the limit,
+// before anything is attached, and the server is untouched. Under the default limits both
 // pass (DoctorPid in server_mysql_test.cpp, and every server test).
 #include <string>
 
@@ -45,6 +45,19 @@ TEST_P(AnalysisBounds, ServerRefusesABinaryOverALimit) {
                          "(analysis limit instructions)\n"),
               std::string::npos)
         << d.out << d.err;
+    // `calls` refuses a file it searches that is over a limit (the server
+    // binary is mapped first), reached through the server's root. Not on
+    // the MySQL chroot: `calls` finds no mapped file of a server in a
+    // private mount namespace yet ("maps no executable file").
+    if (GetParam() == ServerFlavour::mariadb) {
+        auto c = mysqltrace::test::run_command(
+            {"/usr/bin/env", "MYSQLTRACE_ANALYSIS_LIMITS=symbols=100", MYSQLTRACE_BINARY, "calls",
+             "--pid", pid, "--match", "dispatch_command"});
+        EXPECT_EQ(c.exit_code, 1) << c.out << c.err;
+        EXPECT_EQ(c.err, "mysqltrace: /proc/" + pid +
+                             "/root/usr/sbin/mariadbd: analysis stopped: more than 100 symbol "
+                             "table entries (analysis limit symbols)\n");
+    }
     auto rows = (*s)->query("SELECT 1");
     ASSERT_TRUE(rows.ok()) << rows.error().message;
     EXPECT_EQ(*rows, (mysqltrace::test::Rows{{"1"}}));

@@ -249,6 +249,10 @@ Result<Selection> select_functions(pid_t pid, const GlobSet &globs, const std::s
     if (!wanted) {
         return wanted.error();
     }
+    // A bad MYSQLTRACE_ANALYSIS_LIMITS would otherwise read as "no ELF file".
+    if (const auto limits = elf::default_analysis_limits(); !limits.invalid.empty()) {
+        return Error{EINVAL, limits.invalid};
+    }
     Selection sel;
     if (binary.empty()) {
         sel.files = std::move(wanted).value();

@@ -196,11 +196,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bytes[hot_offset(t, u32(data + i))] ^= data[i + 4];
     }
     // Under the default analysis limits, as the tracer runs.
-    if (auto opened = elf::ElfFile::open_memory(t.path, std::span<uint8_t>(bytes, length))) {
+    const std::span<uint8_t> image(bytes, length);
+    if (auto file = elf::ElfFile::open_memory(t.path, image)) {
+        analyse(**file);
+    }
+    // The whole analysis, as `server --pid` runs it, with a budget of its
+    // own: once a limit is hit, it must refuse the binary naming that limit.
+    if (auto opened = elf::ElfFile::open_memory(t.path, image)) {
         std::shared_ptr<const elf::ElfFile> file = std::move(opened).value();
-        analyse(*file);
-        // The whole analysis, as `server --pid` runs it: once a limit is
-        // hit, it must refuse the binary naming that limit.
         auto target = server::analyse_server(file, "fuzz");
         if (file->budget()->exhausted() &&
             (target || target.error().message != file->budget()->exceeded()->message)) {

@@ -23,12 +23,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "elf/elf_file.h"
 #include "server/hooks.h"
+#include "server/server_target.h"
 #include "server/stage_sites.h"
 #include "server/thd_layout.h"
 
@@ -193,8 +195,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t i = 6; i + 5 <= size; i += 5) {
         bytes[hot_offset(t, u32(data + i))] ^= data[i + 4];
     }
-    if (auto file = elf::ElfFile::open_memory(t.path, std::span<uint8_t>(bytes, length))) {
+    // Under the default analysis limits, as the tracer runs.
+    const std::span<uint8_t> image(bytes, length);
+    if (auto file = elf::ElfFile::open_memory(t.path, image)) {
         analyse(**file);
+    }
+    // The whole analysis, as `server --pid` runs it, with a budget of its
+    // own: once a limit is hit, it must refuse the binary naming that limit.
+    if (auto opened = elf::ElfFile::open_memory(t.path, image)) {
+        std::shared_ptr<const elf::ElfFile> file = std::move(opened).value();
+        auto target = server::analyse_server(file, "fuzz");
+        if (file->budget()->exhausted() &&
+            (target || target.error().message != file->budget()->exceeded()->message)) {
+            std::fprintf(stderr, "binary_fuzz: a limit was hit but the analysis %s\n",
+                         target ? "succeeded" : target.error().message.c_str());
+            std::abort();
+        }
     }
     munmap(map, t.size);
     return 0;

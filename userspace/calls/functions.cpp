@@ -245,6 +245,10 @@ Result<Selection> select_functions(pid_t pid, const GlobSet &globs, const std::s
     if (!wanted) {
         return wanted.error();
     }
+    // A bad MYSQLTRACE_ANALYSIS_LIMITS would otherwise read as "no ELF file".
+    if (const auto limits = elf::default_analysis_limits(); !limits.invalid.empty()) {
+        return Error{EINVAL, limits.invalid};
+    }
     Selection sel;
     if (binary.empty()) {
         sel.files = std::move(wanted).value();
@@ -262,6 +266,9 @@ Result<Selection> select_functions(pid_t pid, const GlobSet &globs, const std::s
     }
     for (size_t i = 0; i < sel.files.size(); i++) {
         auto elf = elf::ElfFile::open(sel.files[i].open_path);
+        if (!elf && elf.error().code == EFBIG) {
+            return elf.error();  // over an analysis limit (elf/analysis_budget.h)
+        }
         if (!elf) {
             continue;  // not ELF (e.g. a mapped data file marked executable)
         }
@@ -269,6 +276,11 @@ Result<Selection> select_functions(pid_t pid, const GlobSet &globs, const std::s
             select_from_file(**elf, i, globs, sel);
         }
         find_guards(**elf, i, sel);
+        // Probe sites read after the budget ran out are missing: refuse
+        // rather than trace part of what was asked.
+        if (auto &over = (*elf)->budget()->exceeded()) {
+            return *over;
+        }
     }
     return sel;
 }

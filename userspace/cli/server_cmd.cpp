@@ -51,7 +51,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         std::cerr << "mysqltrace: " << target.error().message;
         // A server build the analysis does not understand: doctor names
         // every hook and field it found or missed.
-        if (target.error().code != ESRCH && target.error().code != ENOEXEC) {
+        // Not for a binary over an analysis limit: doctor would stop there too.
+        if (target.error().code != ESRCH && target.error().code != ENOEXEC &&
+            target.error().code != EFBIG) {
             std::cerr << " (`mysqltrace doctor --pid " << a.pid << "` shows what this build has)";
         }
         std::cerr << "\n";

@@ -3,6 +3,10 @@
 
 namespace mysqltrace::elf {
 
+Disassembler::Disassembler(AnalysisBudget *budget, bool detail) : Disassembler(detail) {
+    budget_ = budget;
+}
+
 Disassembler::Disassembler(bool detail) {
     ok_ = cs_open(CS_ARCH_X86, CS_MODE_64, &h_) == CS_ERR_OK;
     if (ok_ && detail) {
@@ -23,6 +27,10 @@ const cs_insn *Disassembler::decode(std::span<const uint8_t> code, uint64_t addr
     if (insn_ != nullptr) {
         cs_free(insn_, 1);
         insn_ = nullptr;
+    }
+    if (budget_ != nullptr && (!budget_->charge(Limit::instructions) ||
+                               !budget_->check(Limit::function_instructions, ++decoded_))) {
+        return nullptr;
     }
     if (!ok_ || code.empty() || cs_disasm(h_, code.data(), code.size(), addr, 1, &insn_) != 1) {
         return nullptr;

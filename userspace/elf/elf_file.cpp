@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gelf.h>
@@ -22,28 +24,38 @@ struct ElfCloser {
 
 }  // namespace
 
-Result<std::unique_ptr<ElfFile>> ElfFile::open(const std::string &path) {
+Result<std::unique_ptr<ElfFile>> ElfFile::open(const std::string &path,
+                                               const AnalysisLimits &limits) {
     if (elf_version(EV_CURRENT) == EV_NONE) {
         return Error{0, "libelf is too old"};
     }
-    std::unique_ptr<ElfFile> f(new ElfFile());
-    f->path_ = path;
+    std::unique_ptr<ElfFile> f(new ElfFile(path, limits));
     f->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (f->fd_ < 0) {
+    struct stat st {};
+    if (f->fd_ < 0 || ::fstat(f->fd_, &st) != 0) {
         return make_error(errno, "cannot open " + path);
+    }
+    // libelf maps the whole file: its size is the first bound.
+    f->file_size_ = static_cast<uint64_t>(st.st_size);
+    if (!f->budget_->charge(Limit::file_bytes, f->file_size_)) {
+        return *f->budget_->exceeded();
     }
     std::unique_ptr<Elf, ElfCloser> e(elf_begin(f->fd_, ELF_C_READ_MMAP, nullptr));
     return load(std::move(f), e.get());
 }
 
 Result<std::unique_ptr<ElfFile>> ElfFile::open_memory(const std::string &name,
-                                                      std::span<uint8_t> image) {
+                                                      std::span<uint8_t> image,
+                                                      const AnalysisLimits &limits) {
     if (elf_version(EV_CURRENT) == EV_NONE) {
         return Error{0, "libelf is too old"};
     }
-    std::unique_ptr<ElfFile> f(new ElfFile());
-    f->path_ = name;
+    std::unique_ptr<ElfFile> f(new ElfFile(name, limits));
     f->image_ = image;
+    f->file_size_ = image.size();
+    if (!f->budget_->charge(Limit::file_bytes, f->file_size_)) {
+        return *f->budget_->exceeded();
+    }
     std::unique_ptr<Elf, ElfCloser> e(
         elf_memory(reinterpret_cast<char *>(image.data()), image.size()));
     return load(std::move(f), e.get());
@@ -72,6 +84,10 @@ Result<std::unique_ptr<ElfFile>> ElfFile::load(std::unique_ptr<ElfFile> f, Elf *
         Elf_Data *data = elf_getdata(scn, nullptr);
         // What the section really holds: a hostile header may claim more.
         const size_t count = data == nullptr ? 0 : data->d_size / sh.sh_entsize;
+        AnalysisBudget &budget = *f->budget_;
+        if (!budget.charge(Limit::symbols, count)) {
+            return *budget.exceeded();
+        }
         for (size_t i = 0; i < count; i++) {
             GElf_Sym sym;
             if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr || sym.st_value == 0 ||
@@ -85,6 +101,11 @@ Result<std::unique_ptr<ElfFile>> ElfFile::load(std::unique_ptr<ElfFile> f, Elf *
             const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
             if (name == nullptr || *name == '\0') {
                 continue;
+            }
+            // A string table of one endless name, shared by every symbol,
+            // would otherwise be copied once per symbol.
+            if (!budget.charge(Limit::symbol_name_bytes, std::strlen(name))) {
+                return *budget.exceeded();
             }
             f->symbols_.push_back({name, sym.st_value, sym.st_size, type == STT_FUNC});
         }
@@ -130,14 +151,19 @@ Result<std::vector<uint8_t>> ElfFile::read(uint64_t vaddr, size_t n) const {
     if (!off) {
         return off.error();
     }
+    // Never more than the file holds: a symbol's size is whatever its
+    // table says.
+    const uint64_t from = std::min(*off, file_size_);
+    n = static_cast<size_t>(std::min<uint64_t>(n, file_size_ - from));
+    if (!budget_->charge(Limit::bytes_read, n)) {
+        return *budget_->exceeded();
+    }
     if (fd_ < 0) {
-        const size_t from = std::min<uint64_t>(*off, image_.size());
-        const size_t len = std::min(n, image_.size() - from);
         return std::vector<uint8_t>(image_.begin() + static_cast<ptrdiff_t>(from),
-                                    image_.begin() + static_cast<ptrdiff_t>(from + len));
+                                    image_.begin() + static_cast<ptrdiff_t>(from + n));
     }
     std::vector<uint8_t> buf(n);
-    ssize_t got = ::pread(fd_, buf.data(), n, static_cast<off_t>(*off));
+    ssize_t got = ::pread(fd_, buf.data(), n, static_cast<off_t>(from));
     if (got < 0) {
         return make_error(errno, "cannot read " + path_);
     }
@@ -154,7 +180,7 @@ Result<int64_t> accessor_field_offset(const ElfFile &file, std::string_view symb
     if (!code) {
         return code.error();
     }
-    Disassembler d(/*detail=*/true);
+    Disassembler d(file.budget(), /*detail=*/true);
     const cs_insn *insn = d.decode(*code, sym->vaddr);
     if (insn != nullptr && insn->id == X86_INS_MOV && insn->detail->x86.op_count == 2) {
         const cs_x86_op &dst = insn->detail->x86.operands[0];

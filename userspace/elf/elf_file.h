@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "elf/analysis_budget.h"
 #include "util/result.h"
 
 struct Elf;
@@ -27,12 +28,17 @@ struct Symbol {
 
 class ElfFile {
   public:
-    static Result<std::unique_ptr<ElfFile>> open(const std::string &path);
+    // Everything read from the file and decoded from its code is charged to
+    // a budget with `limits` (elf/analysis_budget.h); a file larger than
+    // they allow, or with more symbols, is refused here.
+    static Result<std::unique_ptr<ElfFile>> open(
+        const std::string &path, const AnalysisLimits &limits = default_analysis_limits());
     // An ELF image in memory, e.g. a mutated copy of a server binary (the
     // binary-analysis fuzzer). `image` must outlive the ElfFile and stay
     // writable: libelf may convert it in place.
-    static Result<std::unique_ptr<ElfFile>> open_memory(const std::string &name,
-                                                        std::span<uint8_t> image);
+    static Result<std::unique_ptr<ElfFile>> open_memory(
+        const std::string &name, std::span<uint8_t> image,
+        const AnalysisLimits &limits = default_analysis_limits());
     ~ElfFile();
     ElfFile(const ElfFile &) = delete;
     ElfFile &operator=(const ElfFile &) = delete;
@@ -43,20 +49,28 @@ class ElfFile {
 
     // The file offset a virtual address is loaded from (what a uprobe needs).
     Result<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
-    // Up to `n` bytes of the file at virtual address `vaddr`.
+    // Up to `n` bytes of the file at virtual address `vaddr` (fewer where
+    // the file ends), charged to the budget: an error once it is exhausted.
     Result<std::vector<uint8_t>> read(uint64_t vaddr, size_t n) const;
+
+    // What analysing this file may still cost; the analyses of a const
+    // ElfFile charge it too.
+    AnalysisBudget *budget() const { return budget_.get(); }
 
   private:
     struct Segment {
         uint64_t vaddr, offset, filesz;
     };
-    ElfFile() = default;
+    ElfFile(const std::string &path, const AnalysisLimits &limits)
+        : path_(path), budget_(std::make_unique<AnalysisBudget>(path, limits)) {}
     // Reads the segments and symbol tables of an opened image.
     static Result<std::unique_ptr<ElfFile>> load(std::unique_ptr<ElfFile> f, Elf *e);
 
     std::string path_;
     int fd_ = -1;
     std::span<const uint8_t> image_;  // open_memory: the bytes, instead of fd_
+    uint64_t file_size_ = 0;
+    std::unique_ptr<AnalysisBudget> budget_;
     std::vector<Symbol> symbols_;
     std::vector<Segment> segments_;
 };

@@ -28,7 +28,7 @@ std::vector<elf::ProbeSite> call_sites(const elf::ElfFile &file, const elf::Symb
     if (caller.size == 0 || !code) {
         return sites;
     }
-    elf::Disassembler d;
+    elf::Disassembler d(file.budget());
     std::span<const uint8_t> bytes(*code);
     for (size_t at = 0; at < bytes.size();) {
         const cs_insn *insn = d.decode(bytes.subspan(at), caller.vaddr + at);
@@ -66,7 +66,7 @@ bool call_follows(const elf::ElfFile &file, const elf::Symbol &caller, uint64_t 
     if (!code) {
         return false;
     }
-    elf::Disassembler d;
+    elf::Disassembler d(file.budget());
     std::span<const uint8_t> bytes(*code);
     for (size_t at = 0; at < bytes.size();) {
         const cs_insn *insn = d.decode(bytes.subspan(at), site_vaddr + at);

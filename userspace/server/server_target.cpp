@@ -71,7 +71,7 @@ int64_t lea_accessor_offset(const elf::ElfFile &file, const char *symbol) {
     if (!code) {
         return -1;
     }
-    elf::Disassembler dis(true);
+    elf::Disassembler dis(file.budget(), true);
     const cs_insn *in = dis.decode(*code, sym->vaddr);
     if (in == nullptr || in->id != X86_INS_LEA || in->detail->x86.op_count != 2) {
         return -1;
@@ -251,19 +251,12 @@ Result<ProfileSymbols> detect_profile(const elf::ElfFile &f, const std::string &
     return p;
 }
 
-Result<ServerTarget> resolve_server(pid_t pid) {
-    if (!proc::process_exists(pid)) {
-        return Error{ESRCH, "no such process: " + std::to_string(pid)};
-    }
+namespace {
+
+// analyse_server() up to the budget check.
+Result<ServerTarget> analyse(const elf::ElfFile &f, const std::string &who) {
     ServerTarget t;
-    t.pid = pid;
-    t.exe = "/proc/" + std::to_string(pid) + "/exe";
-    auto file = elf::ElfFile::open(t.exe);
-    if (!file) {
-        return file.error();
-    }
-    const elf::ElfFile &f = **file;
-    auto prof = detect_profile(f, "pid " + std::to_string(pid));
+    auto prof = detect_profile(f, who);
     if (!prof) {
         return prof.error();
     }
@@ -272,7 +265,7 @@ Result<ServerTarget> resolve_server(pid_t pid) {
     auto dispatch = f.find(prof->dispatch);
     auto parse = f.find(prof->statement);
     if (!dispatch || !parse) {
-        return Error{ENOENT, "cannot read the symbols of " + t.exe};
+        return Error{ENOENT, "cannot read the symbols of " + f.path()};
     }
     auto ds = entry_probe_site(f, *dispatch);
     auto ps = entry_probe_site(f, *parse);
@@ -284,8 +277,8 @@ Result<ServerTarget> resolve_server(pid_t pid) {
     for (const auto &[site, name] : {std::pair{&*ds, &prof->dispatch}, {&*ps, &prof->statement}}) {
         if (site->cost == elf::ProbeCost::single_stepped ||
             site->cost == elf::ProbeCost::undecodable) {
-            return Error{ENOTSUP, "pid " + std::to_string(pid) + ": the entry of " + *name +
-                                      " begins with `" + site->instruction +
+            return Error{ENOTSUP, who + ": the entry of " + *name + " begins with `" +
+                                      site->instruction +
                                       "`, which the kernel would single-step at every call: "
                                       "not probed"};
         }
@@ -347,6 +340,49 @@ Result<ServerTarget> resolve_server(pid_t pid) {
         t.end_offset = t.dispatch_site.offset;
         t.end_is_return = true;
     }
+    // Each site becomes a uprobe.
+    f.budget()->check(elf::Limit::probe_sites,
+                      t.stages.size() + t.table_io.size() + t.end_sites.size());
+    return t;
+}
+
+}  // namespace
+
+Result<ServerTarget> analyse_server(std::shared_ptr<const elf::ElfFile> file,
+                                    const std::string &who) {
+    auto t = analyse(*file, who);
+    // A step cut short by the budget may have failed for that reason, or
+    // found less: either way the binary is refused, naming the limit.
+    if (auto &over = file->budget()->exceeded()) {
+        return *over;
+    }
+    if (t) {
+        t->file = std::move(file);
+    }
+    return t;
+}
+
+Result<ServerTarget> resolve_server(pid_t pid, const elf::AnalysisLimits &limits) {
+    if (!proc::process_exists(pid)) {
+        return Error{ESRCH, "no such process: " + std::to_string(pid)};
+    }
+    const std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+    auto opened = elf::ElfFile::open(exe, limits);
+    if (!opened) {
+        return opened.error();
+    }
+    auto analysed = analyse_server(std::move(opened).value(), "pid " + std::to_string(pid));
+    if (!analysed) {
+        return analysed.error();
+    }
+    ServerTarget &t = *analysed;
+    t.pid = pid;
+    t.exe = exe;
+    const elf::ElfFile &f = *t.file;
+    auto dispatch = f.find(t.dispatch_symbol);
+    if (!dispatch) {
+        return Error{ENOENT, "cannot read the symbols of " + exe};
+    }
     auto bias = load_bias(pid, f, *dispatch);
     if (!bias) {
         return bias.error();
@@ -362,8 +398,7 @@ Result<ServerTarget> resolve_server(pid_t pid) {
             }
         }
     }
-    t.file = std::move(file).value();
-    return t;
+    return analysed;
 }
 
 }  // namespace mysqltrace::server

@@ -82,6 +82,16 @@ struct ServerTarget {
     std::shared_ptr<const elf::ElfFile> file;
 };
 
-Result<ServerTarget> resolve_server(pid_t pid);
+// What `file`'s code tells of a server, without a process: all of
+// ServerTarget but pid, exe, load_bias and the text range. `who` names it in
+// errors ("pid 42"). The analysis is charged to the file's budget
+// (elf/analysis_budget.h): once that is exhausted, the error names the limit
+// hit, whatever the analysis found until then.
+Result<ServerTarget> analyse_server(std::shared_ptr<const elf::ElfFile> file,
+                                    const std::string &who);
+
+// The server running as `pid`, its binary analysed within `limits`.
+Result<ServerTarget> resolve_server(
+    pid_t pid, const elf::AnalysisLimits &limits = elf::default_analysis_limits());
 
 }  // namespace mysqltrace::server

@@ -110,7 +110,12 @@ Result<void> read_sections(Binary &bin) {
             continue;
         }
         Elf_Data *data = elf_getdata(scn, nullptr);
-        for (size_t i = 0; data != nullptr && i < sh.sh_size / sh.sh_entsize; i++) {
+        // Entries as libelf read them, as ElfFile counts symbols.
+        const size_t count = data == nullptr ? 0 : data->d_size / sh.sh_entsize;
+        if (!bin.file.budget()->charge(elf::Limit::relocations, count)) {
+            break;
+        }
+        for (size_t i = 0; i < count; i++) {
             GElf_Rela r;
             if (gelf_getrela(data, static_cast<int>(i), &r) != nullptr &&
                 GELF_R_TYPE(r.r_info) == R_X86_64_RELATIVE &&
@@ -123,6 +128,9 @@ Result<void> read_sections(Binary &bin) {
     ::close(fd);
     if (text_size == 0) {
         return Error{ENOEXEC, bin.file.path() + " has no .text section"};
+    }
+    if (auto &over = bin.file.budget()->exceeded()) {
+        return *over;
     }
     auto text = bin.file.read(bin.text_vaddr, text_size);
     if (!text) {
@@ -239,7 +247,7 @@ Source call_source(const Binary &bin, uint64_t vaddr, FileHints hints) {
     if (!bin.in_text(vaddr)) {
         return src;
     }
-    elf::Disassembler d(/*detail=*/true);
+    elf::Disassembler d(bin.file.budget(), /*detail=*/true);
     std::array<int64_t, 16> imm;
     imm.fill(-1);
     std::span<const uint8_t> code(bin.text);
@@ -360,7 +368,12 @@ void Scanner::scan(uint64_t start, uint64_t end, const std::string &function) {
     const uint8_t *code = bin_.text.data() + (start - bin_.text_vaddr);
     size_t size = end - start;
     uint64_t addr = start;
+    elf::AnalysisBudget &budget = *bin_.file.budget();
     for (size_t index = 0; size > 0; index++) {
+        if (!budget.charge(elf::Limit::instructions) ||
+            !budget.check(elf::Limit::function_instructions, index + 1)) {
+            return;
+        }
         if (!cs_disasm_iter(h_, &code, &size, &addr, insn_)) {
             code++, size--, addr++;  // not code (padding, data): resynchronise
             regs_.clear();
@@ -484,7 +497,7 @@ void Scanner::on_jcc(const cs_insn &insn) {
 // linear decoding lands on it: code without a symbol (local functions, .cold
 // parts) is scanned from there, to see the stores just before `insn` too.
 uint64_t synced_start(const Binary &bin, uint64_t insn) {
-    elf::Disassembler d;
+    elf::Disassembler d(bin.file.budget());
     std::span<const uint8_t> text(bin.text);
     for (uint64_t back = std::min<uint64_t>(64, insn - bin.text_vaddr); back > 0; back--) {
         uint64_t pc = insn - back;
@@ -578,6 +591,9 @@ Result<StageScan> find_stage_sites(const elf::ElfFile &file, const ThdLayout &la
         for (const auto &[start, r] : ranges) {
             learn.scan(start, r.first, r.second);
         }
+        if (auto &over = file.budget()->exceeded()) {
+            return *over;
+        }
         std::map<std::pair<int64_t, int64_t>, size_t> votes;
         for (const auto &f : learn.found) {
             votes[{f.name_disp, f.key_disp}]++;
@@ -598,6 +614,11 @@ Result<StageScan> find_stage_sites(const elf::ElfFile &file, const ThdLayout &la
         scanner.scan(start, r.first, r.second);
     }
     scan.lea_refs = scanner.leas.size();
+    // Each site becomes a uprobe.
+    elf::AnalysisBudget &budget = *file.budget();
+    if (!budget.check(elf::Limit::probe_sites, scanner.found.size()) || budget.exhausted()) {
+        return *budget.exceeded();
+    }
     std::set<uint64_t> seen;  // a cold window may overlap a function
     for (auto &f : scanner.found) {
         if (seen.insert(f.site.probe_vaddr).second) {

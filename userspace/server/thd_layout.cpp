@@ -31,7 +31,7 @@ bool walk(const elf::ElfFile &file, std::string_view name, Visit visit) {
     uint64_t end = start + (sym->size != 0 ? sym->size : kMaxBody);
     bool in_body = sym->size == 0;
     auto code = file.read(start, end - start);
-    elf::Disassembler d(/*detail=*/true);
+    elf::Disassembler d(file.budget(), /*detail=*/true);
     RegisterState regs;
     regs.set_arguments();
     for (uint64_t pc = start; code && pc < end && pc - start < code->size();) {

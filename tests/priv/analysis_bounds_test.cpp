@@ -46,17 +46,21 @@ TEST_P(AnalysisBounds, ServerRefusesABinaryOverALimit) {
               std::string::npos)
         << d.out << d.err;
     // `calls` refuses a file it searches that is over a limit (the server
-    // binary is mapped first), reached through the server's root. Not on
-    // the MySQL chroot: `calls` finds no mapped file of a server in a
-    // private mount namespace yet ("maps no executable file").
+    // binary is mapped first): MariaDB's reached through the server's root,
+    // MySQL's (chrooted below our root, in its own mount namespace: its
+    // mappings carry our paths) through its link in map_files.
+    auto c = mysqltrace::test::run_command(
+        {"/usr/bin/env", "MYSQLTRACE_ANALYSIS_LIMITS=symbols=100", MYSQLTRACE_BINARY, "calls",
+         "--pid", pid, "--match", "dispatch_command"});
+    EXPECT_EQ(c.exit_code, 1) << c.out << c.err;
+    const std::string over =
+        ": analysis stopped: more than 100 symbol table entries (analysis limit symbols)\n";
     if (GetParam() == ServerFlavour::mariadb) {
-        auto c = mysqltrace::test::run_command(
-            {"/usr/bin/env", "MYSQLTRACE_ANALYSIS_LIMITS=symbols=100", MYSQLTRACE_BINARY, "calls",
-             "--pid", pid, "--match", "dispatch_command"});
-        EXPECT_EQ(c.exit_code, 1) << c.out << c.err;
-        EXPECT_EQ(c.err, "mysqltrace: /proc/" + pid +
-                             "/root/usr/sbin/mariadbd: analysis stopped: more than 100 symbol "
-                             "table entries (analysis limit symbols)\n");
+        EXPECT_EQ(c.err, "mysqltrace: /proc/" + pid + "/root/usr/sbin/mariadbd" + over);
+    } else {
+        const std::string via = "mysqltrace: /proc/" + pid + "/map_files/";
+        EXPECT_EQ(c.err.substr(0, via.size()), via) << c.err;
+        EXPECT_TRUE(c.err.ends_with(over)) << c.err;
     }
     auto rows = (*s)->query("SELECT 1");
     ASSERT_TRUE(rows.ok()) << rows.error().message;

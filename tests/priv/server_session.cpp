@@ -123,6 +123,8 @@ const ServerExpectations &expectations(ServerFlavour flavour) {
         .next_statement_start = "starting@sql_parse.cc:1989",
         .next_statement_follows = "Freeing items",
         .command_end = "Reset for next command",
+        .pfs_unregistered_stages = {"Updating status"},
+        .pfs_quit_extra = {"Rollback"},
         .redo_log_name = "ib_logfile",
         // InnoDB writes whole log blocks and may split them at 4 KiB: at
         // least one whole 4 KiB write of its own; the rest may go out in
@@ -151,6 +153,8 @@ const ServerExpectations &expectations(ServerFlavour flavour) {
         .next_statement_start = "starting@sql_parse.cc:2226",
         .next_statement_follows = "freeing items",
         .command_end = "cleaning up",
+        .pfs_unregistered_stages = {},
+        .pfs_quit_extra = {},
         .redo_log_name = "/#innodb_redo/#ib_redo",
         .redo_log_min_write = 1,
         .statements_only = "tracing statements only (6 probes)",
@@ -192,6 +196,46 @@ std::vector<json> ServerTraceTest::rows(const std::string &kind, unsigned long t
         }
     }
     return evs;
+}
+
+void ServerTraceTest::traced_connection(const std::string &stages, void (*workload)(MYSQL *),
+                                        unsigned long *id, const char *db,
+                                        const std::function<void(unsigned long)> &connected) {
+    MYSQL *m = connect_to(*server_, CLIENT_MULTI_STATEMENTS, db);
+    ASSERT_NE(m, nullptr);
+    *id = mysql_thread_id(m);
+    if (connected) {
+        connected(*id);
+    }
+    auto tracer = start_server_tracer(
+        *server_, {"--stages", stages, "--format", "json", "--output", out_path_});
+    workload(m);
+    mysql_close(m);
+    wait_gone(*server_, *id);
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(" 0 records dropped; interrupted\n"), std::string::npos) << r.err;
+}
+
+// Each command starts as its packet header arrives and ends cleaning up; a
+// further statement of a query starts in dispatch_command's loop, and only
+// the query's last statement cleans up.
+void ServerTraceTest::expect_command_stages(const std::vector<StagedStatement> &traced) const {
+    // 7 statements (two in one query), 3 prepared statement commands, COM_QUIT.
+    ASSERT_EQ(traced.size(), 11u);
+    EXPECT_EQ(traced[0].sql, "select a, b from t where a >= 2");
+    EXPECT_EQ(traced[0].names, want().select_stages);
+    EXPECT_EQ(traced[4].sql, "select nosuch from t");
+    EXPECT_EQ(traced[4].names, want().failed_stages);
+    for (size_t i = 0; i < traced.size(); i++) {
+        const auto &t = traced[i];
+        ASSERT_FALSE(t.names.empty()) << t.sql;
+        EXPECT_EQ(t.with_source.front(),
+                  i == 6 ? want().next_statement_start : want().command_start)
+            << t.sql;
+        EXPECT_EQ(t.names.back(), i == 5 ? want().next_statement_follows : want().command_end)
+            << t.sql;
+    }
 }
 
 std::vector<json> waits_of(const std::vector<json> &all, const std::string &sql, json *stmt) {

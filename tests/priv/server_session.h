@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,6 +69,10 @@ struct ServerExpectations {
     std::string command_start, next_statement_start, next_statement_follows;
     // The last stage of a command.
     std::string command_end;
+    // Stages the server enters that its performance_schema does not list
+    // (MariaDB: not registered with it), and stages it lists in COM_QUIT
+    // that belong to the disconnect after it (MariaDB: its rollback).
+    std::vector<std::string> pfs_unregistered_stages, pfs_quit_extra;
     // Part of the redo log file's name, and the least the commit of a
     // 5000-byte row writes to it in its own thread.
     std::string redo_log_name;
@@ -82,6 +87,12 @@ struct ServerExpectations {
 
 const ServerExpectations &expectations(ServerFlavour flavour);
 
+// A statement of a JSON trace with its stages, by name and as
+// "name@file:line".
+struct StagedStatement {
+    std::string sql;
+    std::vector<std::string> names, with_source;
+};
 // gtest's name for a flavour parameter.
 std::string flavour_param_name(const ::testing::TestParamInfo<ServerFlavour> &info);
 
@@ -98,6 +109,16 @@ class ServerTraceTest : public ::testing::TestWithParam<ServerFlavour> {
     MYSQL *connect(unsigned long flags = 0) { return connect_to(*server_, flags); }
     // The JSON rows of the trace of `kind`, of one connection (0: all).
     std::vector<nlohmann::json> rows(const std::string &kind, unsigned long thread_id = 0) const;
+    // Runs `workload` on a new connection (CLIENT_MULTI_STATEMENTS, to `db`
+    // if given) under `mysqltrace server --stages <stages> --format json`,
+    // until the connection is gone and the tracer ended cleanly; *id gets
+    // the connection's id, which `connected` sees first.
+    void traced_connection(const std::string &stages, void (*workload)(MYSQL *), unsigned long *id,
+                           const char *db = nullptr,
+                           const std::function<void(unsigned long)> &connected = {});
+    // Checks the stages of stage_workload()'s commands: of a select, of a
+    // failing one, and where each command starts and ends.
+    void expect_command_stages(const std::vector<StagedStatement> &traced) const;
 
     std::unique_ptr<MariadbServer> server_;
     std::string out_path_;
@@ -135,12 +156,6 @@ std::string str(const nlohmann::json &v);
 // select, a query of two statements, a prepared statement.
 void stage_workload(MYSQL *m);
 
-// A statement of a JSON trace with its stages, by name and as
-// "name@file:line".
-struct StagedStatement {
-    std::string sql;
-    std::vector<std::string> names, with_source;
-};
 // The statements of connection `id` in `all`, each with its stages.
 std::vector<StagedStatement> statements_with_stages(const std::vector<nlohmann::json> &all,
                                                     unsigned long id);

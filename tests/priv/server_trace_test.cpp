@@ -34,22 +34,12 @@ const std::string kCpuBound = "select benchmark(1000000, crc32(concat('mysqltrac
 const std::string kCpuBoundDigest = "select benchmark(?, crc32(concat(?, rand())))";
 
 TEST_P(ServerTrace, ExactStatementsOfOneConnection) {
-    MYSQL *m = connect(CLIENT_MULTI_STATEMENTS);
-    ASSERT_NE(m, nullptr);
-    const unsigned long id = mysql_thread_id(m);
-    auto tracer = start_server_tracer(
-        *server_, {"--stages", "off", "--format", "json", "--output", out_path_});
-    statement_workload(m);
-    mysql_close(m);
-    wait_gone(*server_, id);
-    auto r = tracer->stop(SIGINT);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find(" 0 records dropped; interrupted\n"), std::string::npos) << r.err;
-
+    unsigned long id = 0;
+    ASSERT_NO_FATAL_FAILURE(traced_connection("off", statement_workload, &id));
     const auto evs = rows("statement", id);
     const auto want = expected_statements(flavour());
     expect_statements(evs, want, server_->pid());
-    ASSERT_EQ(evs.size(), want.size()) << r.err;
+    ASSERT_EQ(evs.size(), want.size());
     EXPECT_EQ(evs[9]["SQL_TEXT"], "select a from t where a >= 2");
     EXPECT_EQ(evs[9]["DIGEST_TEXT"], "select a from t where a >= ?");
 }
@@ -179,39 +169,11 @@ TEST_P(ServerTrace, ExactStagesMatchShowProfile) {
     }
 }
 
-// Each command starts as its packet header arrives and ends cleaning up; a
-// further statement of a query starts in dispatch_command's loop, and only
-// the query's last statement cleans up.
 TEST_P(ServerTrace, ExactStagesOfEveryKindOfCommand) {
     create_table_t(*server_);
-    MYSQL *m = connect_to(*server_, CLIENT_MULTI_STATEMENTS, "mt_db");
-    ASSERT_NE(m, nullptr);
-    const unsigned long id = mysql_thread_id(m);
-    auto tracer = start_server_tracer(
-        *server_, {"--stages", "exact", "--format", "json", "--output", out_path_});
-    stage_workload(m);
-    mysql_close(m);
-    wait_gone(*server_, id);
-    auto r = tracer->stop(SIGINT);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find(" 0 records dropped; interrupted\n"), std::string::npos) << r.err;
-
-    const auto traced = statements_with_stages(read_json_lines(out_path_), id);
-    // 7 statements (two in one query), 3 prepared statement commands, COM_QUIT.
-    ASSERT_EQ(traced.size(), 11u) << r.err;
-    EXPECT_EQ(traced[0].sql, "select a, b from t where a >= 2");
-    EXPECT_EQ(traced[0].names, want().select_stages);
-    EXPECT_EQ(traced[4].sql, "select nosuch from t");
-    EXPECT_EQ(traced[4].names, want().failed_stages);
-    for (size_t i = 0; i < traced.size(); i++) {
-        const auto &t = traced[i];
-        ASSERT_FALSE(t.names.empty()) << t.sql;
-        EXPECT_EQ(t.with_source.front(),
-                  i == 6 ? want().next_statement_start : want().command_start)
-            << t.sql;
-        EXPECT_EQ(t.names.back(), i == 5 ? want().next_statement_follows : want().command_end)
-            << t.sql;
-    }
+    unsigned long id = 0;
+    ASSERT_NO_FATAL_FAILURE(traced_connection("exact", stage_workload, &id, "mt_db"));
+    expect_command_stages(statements_with_stages(read_json_lines(out_path_), id));
 }
 
 // --format profile: SHOW PROFILE's table, the stages named as the server

@@ -2,7 +2,7 @@
 // A server binary over an analysis limit (elf/analysis_budget.h), on both
 // flavours: `mysqltrace server` and `calls` refuse it naming the limit,
 // before anything is attached, and the server is untouched. Under the default limits both
-// pass (DoctorPid in server_mysql_test.cpp, and every server test).
+// pass (doctor --pid in server_trace_lifecycle_test.cpp, and every server test).
 #include <string>
 
 #include <gtest/gtest.h>

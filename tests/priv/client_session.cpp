@@ -7,14 +7,63 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <regex>
 #include <sstream>
 
 #include "priv/cli_util.h"
 
 namespace mysqltrace::test {
+
+namespace {
+
+std::map<std::pair<ServerFlavour, bool>, std::unique_ptr<MariadbServer>> &peer_servers() {
+    static std::map<std::pair<ServerFlavour, bool>, std::unique_ptr<MariadbServer>> servers;
+    return servers;
+}
+
+}  // namespace
+
+MariadbServer *peer_server(ServerFlavour flavour, bool tls) {
+    auto &slot = peer_servers()[{flavour, tls}];
+    if (!slot) {
+        ServerOptions o;
+        o.flavour = flavour;
+        o.tls = tls;
+        o.extra_args = {"--max-allowed-packet=64M"};
+        if (flavour == ServerFlavour::mysql) {
+            o.extra_args.push_back("--local-infile=ON");
+        }
+        auto s = MariadbServer::start(o);
+        EXPECT_TRUE(s.ok()) << s.error().message;
+        if (!s.ok()) {
+            return nullptr;
+        }
+        auto r = (*s)->query(
+            "CREATE DATABASE mt; CREATE TABLE mt.t (a INT, b VARCHAR(10));"
+            "INSERT INTO mt.t VALUES (1, 'one'), (2, 'two')");
+        EXPECT_TRUE(r.ok()) << r.error().message;
+        if (!r.ok()) {
+            return nullptr;
+        }
+        slot = std::move(s).value();
+    }
+    return slot.get();
+}
+
+void stop_peer_servers() {
+    peer_servers().clear();
+}
+
+std::string trace_path_for_test(const MariadbServer &server) {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '.');
+    return server.root_dir() + "/" + name + ".trace";
+}
 
 std::string testprog(const std::string &name) {
     return std::string(MYSQLTRACE_TESTPROGS_DIR) + "/" + name;

@@ -11,7 +11,20 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/mariadb_server.h"
+
 namespace mysqltrace::test {
+
+// The clients' peer server of `flavour`, with TLS if `tls`: one per
+// (flavour, tls) for the tests of a process, started by the first call, with
+// LOCAL INFILE on (off by default since MySQL 8.0), packets up to 64 MiB and
+// a table mt.t of two rows. nullptr (and a test failure) if it did not start.
+MariadbServer *peer_server(ServerFlavour flavour, bool tls);
+// Stops every peer server; for a suite's TearDownTestSuite.
+void stop_peer_servers();
+// Where the running test writes its trace: `server`'s directory, named by
+// the test.
+std::string trace_path_for_test(const MariadbServer &server);
 
 // A client process that waits at a gate (`sh -c 'read; exec ...'`, same pid
 // after exec) so the tracer can attach before the client does anything.

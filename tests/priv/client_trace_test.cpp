@@ -28,7 +28,7 @@ using namespace mysqltrace::test;
 // whole suite (one more with TLS), started by the first test that needs it.
 class ClientTrace : public ::testing::TestWithParam<ServerFlavour> {
   protected:
-    static void TearDownTestSuite() { servers_.clear(); }
+    static void TearDownTestSuite() { stop_peer_servers(); }
 
     virtual bool tls() const { return false; }
     bool mysql() const { return GetParam() == ServerFlavour::mysql; }
@@ -37,32 +37,9 @@ class ClientTrace : public ::testing::TestWithParam<ServerFlavour> {
 
     void SetUp() override {
         MYSQLTRACE_REQUIRE_ROOT();
-        auto &slot = servers_[{GetParam(), tls()}];
-        if (!slot) {
-            ServerOptions o;
-            o.flavour = GetParam();
-            o.tls = tls();
-            if (!tls()) {
-                o.extra_args = {"--max-allowed-packet=64M"};
-            }
-            if (mysql()) {
-                // OFF by default since MySQL 8.0.
-                o.extra_args.push_back("--local-infile=ON");
-            }
-            auto s = MariadbServer::start(o);
-            ASSERT_TRUE(s.ok()) << s.error().message;
-            slot = std::move(s).value();
-            if (!tls()) {
-                auto r = slot->query(
-                    "CREATE DATABASE mt; CREATE TABLE mt.t (a INT, b VARCHAR(10));"
-                    "INSERT INTO mt.t VALUES (1, 'one'), (2, 'two')");
-                ASSERT_TRUE(r.ok()) << r.error().message;
-            }
-        }
-        server_ = slot.get();
-        std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-        std::replace(name.begin(), name.end(), '/', '.');
-        out_ = server_->root_dir() + "/" + name + ".trace";
+        server_ = peer_server(GetParam(), tls());
+        ASSERT_NE(server_, nullptr);
+        out_ = trace_path_for_test(*server_);
     }
 
     // The libmariadb driver over the unix socket, or over loopback TCP.
@@ -98,12 +75,9 @@ class ClientTrace : public ::testing::TestWithParam<ServerFlavour> {
                                      normalise_trace(s.trace, {{server_->root_dir(), "<dir>"}})));
     }
 
-    static std::map<std::pair<ServerFlavour, bool>, std::unique_ptr<MariadbServer>> servers_;
     MariadbServer *server_ = nullptr;
     std::string out_;
 };
-
-std::map<std::pair<ServerFlavour, bool>, std::unique_ptr<MariadbServer>> ClientTrace::servers_;
 
 std::string param_name(const ::testing::TestParamInfo<ServerFlavour> &info) {
     return flavour_name(info.param);

@@ -33,7 +33,7 @@ using namespace mysqltrace::test;
 // suite, started by the first test that needs it.
 class RunTrace : public ::testing::TestWithParam<ServerFlavour> {
   protected:
-    static void TearDownTestSuite() { servers_.clear(); }
+    static void TearDownTestSuite() { stop_peer_servers(); }
 
     bool mysql() const { return GetParam() == ServerFlavour::mysql; }
     // The expected trace of this flavour.
@@ -41,27 +41,9 @@ class RunTrace : public ::testing::TestWithParam<ServerFlavour> {
 
     void SetUp() override {
         MYSQLTRACE_REQUIRE_ROOT();
-        auto &slot = servers_[GetParam()];
-        if (!slot) {
-            ServerOptions o;
-            o.flavour = GetParam();
-            o.tls = true;
-            if (mysql()) {
-                // OFF by default since MySQL 8.0.
-                o.extra_args.push_back("--local-infile=ON");
-            }
-            auto s = MariadbServer::start(o);
-            ASSERT_TRUE(s.ok()) << s.error().message;
-            slot = std::move(s).value();
-            auto r = slot->query(
-                "CREATE DATABASE mt; CREATE TABLE mt.t (a INT, b VARCHAR(10));"
-                "INSERT INTO mt.t VALUES (1, 'one'), (2, 'two')");
-            ASSERT_TRUE(r.ok()) << r.error().message;
-        }
-        server_ = slot.get();
-        std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-        std::replace(name.begin(), name.end(), '/', '.');
-        out_ = server_->root_dir() + "/" + name + ".trace";
+        server_ = peer_server(GetParam(), true);
+        ASSERT_NE(server_, nullptr);
+        out_ = trace_path_for_test(*server_);
     }
 
     std::vector<std::string> c_client(const std::vector<std::string> &extra = {},
@@ -109,12 +91,9 @@ class RunTrace : public ::testing::TestWithParam<ServerFlavour> {
         return s;
     }
 
-    static std::map<ServerFlavour, std::unique_ptr<MariadbServer>> servers_;
     MariadbServer *server_ = nullptr;
     std::string out_;
 };
-
-std::map<ServerFlavour, std::unique_ptr<MariadbServer>> RunTrace::servers_;
 
 const std::vector<Step> kBasic = {
     {"connect", "ok"},

@@ -6,7 +6,7 @@
 // THD::stmt_map's m_last_found_statement, with its `?` text. The sequences
 // below are those of 9.7.4's functions (objdump -d), shortened where the
 // patterns do not look, calls pointed at local stubs or at the fixture's own
-// functions; the code is read, never run. Real runs: tests/priv/server_mysql_test.cpp.
+// functions; the code is read, never run. Real runs: tests/priv/server_pfs_test.cpp.
 #include <gtest/gtest.h>
 
 #include "elf/elf_file.h"

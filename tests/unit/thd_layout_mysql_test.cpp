@@ -3,7 +3,7 @@
 // (Debian sid's mysqld, CET build): the instruction sequences below are
 // those of its exported functions (objdump -d), calls pointed at local
 // stubs, so the matchers are checked without the 9.7 binary. Real runs
-// against 9.7 itself are tests/priv/server_mysql_test.cpp.
+// against 9.7 itself are tests/priv/server_trace*_test.cpp and server_pfs_test.cpp.
 #include <gtest/gtest.h>
 
 #include "elf/elf_file.h"

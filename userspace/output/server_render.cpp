@@ -156,9 +156,12 @@ const std::vector<ServerRenderer::StageRow> &ServerRenderer::stage_rows(
             r.used = st.begin.until(last ? st.end : st.stages[i + 1].counters);
         }
         // A stage entered again right away (the same site twice in a row)
-        // reads as one stage, as SHOW PROFILE shows it.
-        if (!rows.empty() && rows.back().name == r.name && rows.back().end_ns == r.start_ns &&
-            rows.back().line == r.line) {
+        // reads as one stage, as SHOW PROFILE shows it; but each call of
+        // MySQL's out-of-line THD::enter_stage (its calling file known) is a
+        // stage of its own, as its SHOW PROFILE and performance_schema list
+        // them (INSERT ... SELECT: "checking permissions" twice).
+        if (m.file == 0 && !rows.empty() && rows.back().name == r.name &&
+            rows.back().end_ns == r.start_ns && rows.back().line == r.line) {
             rows.back().end_ns = r.end_ns;
             rows.back().used =
                 st.stages[i - 1].counters.until(last ? st.end : st.stages[i + 1].counters);

@@ -8,7 +8,7 @@
 // and dispatch_sql_command, statements ended at dispatch_command's calls of
 // log_slow_statement (a return probe without them), and the out-of-line
 // THD::enter_stage as the one exact-stage probe. Run against Oracle MySQL
-// 9.7.4 (tests/priv/server_mysql_test.cpp); 8.0/8.4 only analysed.
+// 9.7.4 (tests/priv/server_trace*_test.cpp); 8.0/8.4 only analysed.
 #pragma once
 
 #include <cstdint>

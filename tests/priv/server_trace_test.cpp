@@ -65,7 +65,8 @@ TEST_P(ServerTrace, TextRowsAndTruncation) {
     EXPECT_EQ(header,
               "TIME            THREAD_ID   DURATION EVENT_NAME                      ROWS SQL_TEXT");
     bool error_line_follows = false;
-    for (std::string line; std::getline(in, line);) {
+    std::string line;
+    while (std::getline(in, line) && !line.empty()) {  // the summaries follow an empty line
         if (error_line_follows) {
             mine.push_back(line);
             error_line_follows = false;
@@ -87,6 +88,15 @@ TEST_P(ServerTrace, TextRowsAndTruncation) {
     EXPECT_EQ(mine[2], "    ERROR 1054 (42S22): Unknown column 'nosuchcolumn' in " +
                            want().unknown_column_clause);
     EXPECT_EQ(mine[3], "statement/com/Quit                 0");
+    // The errors summed by number.
+    std::getline(in, line);
+    EXPECT_EQ(line, "---- errors by number (events_errors_summary_global_by_error) ----");
+    std::getline(in, line);
+    std::getline(in, line);
+    EXPECT_EQ(line.substr(0, 40), "        1054 42S22                    1 ") << line;
+    EXPECT_TRUE(
+        line.ends_with("  Unknown column 'nosuchcolumn' in " + want().unknown_column_clause))
+        << line;
 }
 
 // The oracle: the server's own SHOW PROFILE for a statement, and the exact

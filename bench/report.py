@@ -16,7 +16,11 @@ import sys
 
 NAMES = {
     "baseline": "untraced, performance_schema OFF",
+    "floor": "one uprobe on log_slow_statement, counting program (one-trap floor)",
     "statements": "`mysqltrace server --stages off` (statements only)",
+    "statements-json": "`mysqltrace server --stages off --format json` to a file",
+    "statements-slowlog": "`mysqltrace server --stages off --format slowlog` to a file",
+    "statements-multi": "`--stages off` on entry + end probes (the multi-probe path)",
     "sampled": "`mysqltrace server` (statements + sampled stages)",
     "exact": "`mysqltrace server --stages exact` (+ exact stages)",
     "traps": "exact-stage probes, empty programs (trap floor)",

@@ -170,6 +170,8 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.waits = a.waits;
     opts.table_io = a.table_io;
     opts.show_secrets = a.show_secrets;
+    opts.db = a.db;
+    opts.user = a.user;
     server::WaitNamer namer(a.pid, target->file, target->load_bias,
                             mysql8 ? server::FileNaming::mysql : server::FileNaming::mariadb);
     // Accounts are sent only for what needs them: trace file names, --user,
@@ -277,12 +279,14 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                                                                    : "statements";
     trace::block_stop_signals();
     std::cerr << "mysqltrace: tracing " << what << " of pid " << a.pid << " ("
-              << (*tracer)->probe_count() << " probes); Ctrl-C to stop\n";
+              << (*tracer)->probe_count() << " probes: " << (*tracer)->path_note()
+              << "); Ctrl-C to stop\n";
     trace::LoopOptions lo;
     lo.duration_s = a.duration;
     lo.reader_nice = a.reader_nice;
     lo.targets = {a.pid};
     lo.on_tick = [&] {
+        (*tracer)->refresh_clock();
         maybe_detach();
         o.flush();
         if (trace_files) {

@@ -56,6 +56,11 @@ void add_fields(const server::ThdLayout &l, ServerReport &r) {
     field("THD stage name", l.proc_info);
     field("THD security context", l.security_ctx);
     field("handler table share", l.handler_table_share);
+    field("THD start time", l.start_utime,
+          l.start_clock == server::ThdLayout::Clock::realtime ? " (wall clock us)"
+                                                              : " (monotonic us)");
+    field("THD lock time", l.lock_time, l.lock_is_duration ? " (duration)" : " (time after lock)");
+    field("THD command", l.command);
 }
 
 void add_modes(const server::ServerTarget *t, const server::ThdLayout &l, ServerReport &r) {
@@ -90,6 +95,11 @@ void add_modes(const server::ServerTarget *t, const server::ThdLayout &l, Server
                                         {"THD rows examined", l.examined_row_count >= 0}});
     part("  ROWS_AFFECTED", {{"DA affected rows", l.da_affected_rows >= 0},
                              {"DA OK status values", l.da_ok_statuses != 0}});
+    part("  LOCK_TIME", {{"THD lock time", l.lock_time >= 0}, {"THD start time", l.start_utime >= 0}});
+    const std::string one = base ? server::one_probe_missing(*t) : "see the refusal above";
+    mode("one probe per statement (--stages off|sampled)", one.empty(),
+         one.empty() ? "at log_slow_statement, " + site_text(*t->statement_end_site)
+                     : one + ": entry and end probes instead");
     const bool proc_info = l.proc_info >= 0;
     mode("--stages sampled", base && proc_info, proc_info ? "" : "needs THD stage name");
     const bool exact = base && !t->stages.empty();

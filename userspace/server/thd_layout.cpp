@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "server/thd_layout.h"
 
+#include <array>
 #include <cerrno>
 #include <span>
 #include <string>
@@ -438,25 +439,43 @@ int64_t added_in_place(const elf::ElfFile &file, std::string_view fn) {
     return found;
 }
 
-// The first `sub %src, %dst` of `fn` where %dst holds THD field `minuend`
-// and %src another field of the same object (argument `thd`): that field's
-// offset, or -1. MariaDB's LOGGER::slow_log_print(THD*, ...) computes the
-// slow log's Lock_time as thd->utime_after_lock - thd->start_utime.
-int64_t subtracted_field(const elf::ElfFile &file, std::string_view fn, int8_t thd,
-                         int64_t minuend) {
+// The first `sub %src, %dst` of `fn` where %dst was loaded from field
+// `minuend` of an object and %src from another field of the same object
+// (same base register): that field's offset, or -1. MariaDB's
+// LOGGER::slow_log_print(THD*, ...) computes the slow log's Lock_time as
+// thd->utime_after_lock - thd->start_utime. The base register is matched
+// as loaded, not as an argument: the function's early return pops it before
+// the code that follows in address order.
+int64_t subtracted_field(const elf::ElfFile &file, std::string_view fn, int64_t minuend) {
+    struct Load {
+        int base = -1;
+        int64_t disp = 0;
+    };
+    std::array<Load, 16> loaded{};
     int64_t found = -1;
-    walk(file, fn, [&](const cs_insn &insn, const RegisterState &regs) {
+    walk(file, fn, [&](const cs_insn &insn, const RegisterState &) {
         const cs_x86 &x = insn.detail->x86;
         const cs_x86_op *op = x.operands;
-        if (insn.id == X86_INS_SUB && x.op_count == 2 && op[0].type == X86_OP_REG &&
-            op[1].type == X86_OP_REG && op[0].size == 8) {
-            SymValue dst = regs.get(op[0].reg), src = regs.get(op[1].reg);
-            if (dst.is_load(thd, 1) && dst.loads[0] == minuend && src.is_load(thd, 1) &&
-                src.loads[0] != minuend) {
-                found = src.loads[0];
+        const int dst = x.op_count >= 1 && op[0].type == X86_OP_REG ? reg_slot(op[0].reg) : -1;
+        if (insn.id == X86_INS_SUB && x.op_count == 2 && dst >= 0 && op[1].type == X86_OP_REG &&
+            op[0].size == 8) {
+            const int src = reg_slot(op[1].reg);
+            const Load a = loaded[dst], b = src >= 0 ? loaded[src] : Load{};
+            if (a.base >= 0 && a.disp == minuend && b.base == a.base && b.disp != minuend) {
+                found = b.disp;
+                return true;
             }
         }
-        return found >= 0;
+        if (dst < 0) {
+            return false;
+        }
+        loaded[dst] = {};
+        if (insn.id == X86_INS_MOV && x.op_count == 2 && op[0].size == 8 &&
+            op[1].type == X86_OP_MEM && op[1].mem.index == X86_REG_INVALID &&
+            op[1].mem.segment == X86_REG_INVALID && reg_slot(op[1].mem.base) >= 0) {
+            loaded[dst] = {reg_slot(op[1].mem.base), op[1].mem.disp};
+        }
+        return false;
     });
     return found;
 }
@@ -513,7 +532,7 @@ void set_statement_clock_fields(const elf::ElfFile &file, bool mysql8, ThdLayout
         return;
     }
     const int64_t start =
-        subtracted_field(file, "_ZN6LOGGER14slow_log_printEP3THDPKcmy", 1, after_lock);
+        subtracted_field(file, "_ZN6LOGGER14slow_log_printEP3THDPKcmy", after_lock);
     if (start >= 0) {
         l.lock_time = after_lock;
         l.start_utime = start;

@@ -261,8 +261,9 @@ enum mt_da_status {
 // windows (server/read_plan.h) into a gather area: this many of at most this
 // many bytes for the THD, and one of at most MT_DA_WINDOW_MAX bytes for its
 // Diagnostics_area after them (MySQL's status and affected rows are 0x214
-// bytes apart: one copy costs the same up to about a KiB).
-#define MT_THD_WINDOWS 4
+// bytes apart: one copy costs the same up to about a KiB). MySQL 9.7's THD
+// fields, with the start, lock time and command, span five windows.
+#define MT_THD_WINDOWS 5
 #define MT_THD_WINDOW_MAX 1024
 #define MT_DA_WINDOW_MAX 1024
 #define MT_GATHER_BYTES (MT_THD_WINDOWS * MT_THD_WINDOW_MAX + MT_DA_WINDOW_MAX)

@@ -575,8 +575,10 @@ static __always_inline __u64 account_string(char *dst, __u64 size, void *sctx, _
     return n;
 }
 
-// Sends the account of connection `id` on `thd` unless it was sent last.
-static __always_inline void send_account(struct thread_state *st, void *thd, __u64 id) {
+// Sends the account of connection `id` on `thd` unless it was sent last;
+// `ts`: its time, when not now (0).
+static __always_inline void send_account_at(struct thread_state *st, void *thd, __u64 id,
+                                            __u64 ts) {
     struct mt_server_account_event *ev;
     void *ring;
     void *sctx;
@@ -588,6 +590,8 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
     if (!ev)
         return;  // counted as a drop; tried again at the next command
     st->account_id = id;
+    if (ts)
+        ev->hdr.ts_ns = ts;
     ev->thread_id = id;
     ev->user[0] = 0;
     ev->host[0] = 0;
@@ -609,6 +613,10 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
     if (p)
         bpf_probe_read_user_str(ev->host, sizeof(ev->host), (const void *)p);
     mt_submit(ring, ev, sizeof(*ev));
+}
+
+static __always_inline void send_account(struct thread_state *st, void *thd, __u64 id) {
+    send_account_at(st, thd, id, 0);
 }
 
 // The probes, in parts that use the inputs, state and helpers above.

@@ -123,8 +123,8 @@ int BPF_KPROBE(server_log_slow_statement, void *thd) {
 
     if (!traced() || !thd)
         return 0;
-    now = bpf_ktime_get_ns();
     // The filters first: a statement they drop costs the trap and a read.
+    now = bpf_ktime_get_ns();
     if (min_duration_ns) {
         start = read_u64(thd, off_start_utime);
         if (start && (start - start_shift_us) * 1000 + min_duration_ns > now)
@@ -140,7 +140,9 @@ int BPF_KPROBE(server_log_slow_statement, void *thd) {
         st = state_of(1);
         if (st) {
             st->thd = thd;
-            send_account(st, thd, thread_id_of(thd));
+            // Stamped before the statement: the reader orders records by
+            // time, and the account must come first.
+            send_account_at(st, thd, thread_id_of(thd), now - 1);
         }
     }
     if (mt_scratch_claim(&slot))

@@ -200,6 +200,8 @@ TEST_P(ServerOnePass, FiltersInTheProbe) {
     }
     // `use other_db` ends in other_db: the server's own slow log puts it there too.
     EXPECT_EQ(got, (std::vector<std::string>{"2:select 2", "1:use other_db", "1:select 3"}));
+    // Dropped in the probe: nothing reached userspace's own filter.
+    EXPECT_NE(r.err.find("mysqltrace: 3 statements, "), std::string::npos) << r.err;
 
     tracer = trace({"--stages", "off", "--thread-id", std::to_string(id_b), "--min-duration",
                     "100"});
@@ -217,8 +219,32 @@ TEST_P(ServerOnePass, FiltersInTheProbe) {
         }
     }
     EXPECT_EQ(got, (std::vector<std::string>{"2:select sleep(0.2)"}));
+    EXPECT_NE(r.err.find("mysqltrace: 1 statements, "), std::string::npos) << r.err;
+
+    // --user: the account's user name, read in the probe.
+    ASSERT_TRUE(server_
+                    ->query("CREATE USER 'other'@'localhost' IDENTIFIED BY 'pw0'; GRANT ALL ON "
+                            "*.* TO 'other'@'localhost'")
+                    .ok());
+    MYSQL *c = connect_to(*server_, 0, "one_db", "other", "pw0");
+    tracer = trace({"--stages", "off", "--user", "other"});
+    ASSERT_EQ(run_query(a, "select 5"), 0u);
+    ASSERT_EQ(run_query(c, "select 6"), 0u);
+    ASSERT_EQ(run_query(b, "select 7"), 0u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    r = tracer->stop(SIGINT);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    got.clear();
+    for (const auto &s : read_json_lines(out_)) {
+        if (s["kind"] == "statement") {
+            got.push_back(s["SQL_TEXT"].get<std::string>());
+        }
+    }
+    EXPECT_EQ(got, (std::vector<std::string>{"select 6"}));
+    EXPECT_NE(r.err.find("mysqltrace: 1 statements, "), std::string::npos) << r.err;
     mysql_close(a);
     mysql_close(b);
+    mysql_close(c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavours, ServerOnePass,

@@ -48,6 +48,9 @@ struct Row {
 // - statement/com/Execute: SQL_TEXT is the statement with its parameters
 //   (what THD::query() and the slow log show; P_S shows the `?` text);
 // - statement/com/Close stmt: no SQL_TEXT (P_S: the statement's);
+// - statement/com/Prepare (binary protocol): no SQL_TEXT on the default
+//   one-probe path: by log_slow_statement the THD no longer holds it, and
+//   the server's slow log has none either (--every-command gives it);
 // - a statement that fails in a multi-statement query: SQL_TEXT is its
 //   own (P_S: its own and the rest of the query, never run).
 Row as_traced(Row p) {
@@ -58,6 +61,8 @@ Row as_traced(Row p) {
         p.sql = "EXPANDED";  // compared against the expected list instead
     } else if (p.event_name == "statement/com/Close stmt") {
         p.sql = "NULL";
+    } else if (p.event_name == "statement/com/Prepare") {
+        p.sql = "";
     } else if (p.err != 0 && p.sql.find("; ") != std::string::npos) {
         p.sql = p.sql.substr(0, p.sql.find("; "));
     }
@@ -111,13 +116,11 @@ const std::vector<Row> &expected() {
         {"statement/sql/delete", "delete from t where a = 3", "mt_db", 0, "NULL", "NULL", 0, 1, 1},
         {"statement/sql/select", "select nosuch from t", "mt_db", 1054, "42S22",
          "Unknown column 'nosuch' in 'field list'", 0, 0, 0},
-        {"statement/com/Prepare", "select a, b from t where a = ?", "mt_db", 0, "NULL", "NULL", 0,
-         0, 0},
+        {"statement/com/Prepare", "", "mt_db", 0, "NULL", "NULL", 0, 0, 0},
         {"statement/com/Execute", "select a, b from t where a = 2", "mt_db", 0, "NULL", "NULL", 1,
          1, 0},
         {"statement/com/Close stmt", "NULL", "mt_db", 0, "NULL", "NULL", 0, 0, 0},
-        {"statement/com/Prepare", "insert into t values (?, 'p')", "mt_db", 0, "NULL", "NULL", 0, 0,
-         0},
+        {"statement/com/Prepare", "", "mt_db", 0, "NULL", "NULL", 0, 0, 0},
         {"statement/com/Execute", "insert into t values (7, 'p')", "mt_db", 0, "NULL", "NULL", 0, 0,
          1},
         {"statement/com/Close stmt", "NULL", "mt_db", 0, "NULL", "NULL", 0, 0, 0},

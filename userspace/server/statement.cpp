@@ -154,7 +154,11 @@ bool decode_statement(std::span<const uint8_t> record, Statement *out) {
     take(s.message, ev.message_len);
     take(s.db, ev.db_len);
     take(s.text, ev.text_copied);
-    if (s.command == mysql::kComQuery && s.one_probe()) {
+    if (s.command == mysql::kComInitDb && s.one_probe() && !s.failed()) {
+        // MySQL: the schema the command switched to, its argument.
+        s.text = s.db;
+        s.text_len = static_cast<uint32_t>(s.db.size());
+    } else if (s.command == mysql::kComQuery && s.one_probe()) {
         // The THD's text may still run on to the query's end (MariaDB keeps
         // the rest of a multi-statement query there): this statement's own.
         cut_to_first_statement(s.text, &s.text_len);

@@ -201,7 +201,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     const char *force = std::getenv("MYSQLTRACE_SERVER_PATH");
     const std::string missing = one_probe_missing(target);
     if (!opts.one_probe || (force != nullptr && std::string(force) == "multi")) {
-        t->path_note_ = "entry and end probes per statement (one-probe path turned off)";
+        t->path_note_ = "entry and end probes per statement (--every-command)";
     } else if (nesting) {
         t->path_note_ = "entry and end probes per statement (exact stages, --waits and "
                         "--table-io need to see statements begin)";
@@ -451,6 +451,16 @@ void StatementTracer::emit(Statement &s) {
 }
 
 void StatementTracer::on_statement(Statement &s) {
+    if (s.one_probe()) {
+        if (last_end_.size() >= 65536 && !last_end_.contains(s.tid)) {
+            last_end_.clear();
+        }
+        uint64_t &last = last_end_[s.tid];
+        if (s.start_ns < last && last <= s.end_ns) {
+            s.start_ns = last;
+        }
+        last = s.end_ns;
+    }
     auto held = std::find_if(held_.begin(), held_.end(),
                              [&](const Statement &h) { return h.tid == s.tid; });
     if (held != held_.end()) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 #include <sys/types.h>
 
@@ -115,6 +116,10 @@ class StatementTracer {
     // Per server thread: a statement ended with MT_STMT_MORE, held until the
     // next one of its query shows where its text ends.
     std::vector<Statement> held_;
+    // One-probe path: the last end per server thread. A start read from the
+    // THD is in whole microseconds (and MySQL's on the wall clock, shifted):
+    // it is never put before the end of the thread's previous statement.
+    std::unordered_map<uint32_t, uint64_t> last_end_;
     void on_statement(Statement &s);
     void emit(Statement &s);  // redacts, then hands over
     Accounts accounts_;

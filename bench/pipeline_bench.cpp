@@ -622,9 +622,9 @@ int cmd_stats_on() {
 int cmd_floor(pid_t pid) {
     auto target = mysqltrace::server::resolve_server(pid);
     if (!target || !target->statement_end_site) {
-        std::fprintf(stderr, "pipeline_bench: %s\n",
-                     target ? "no log_slow_statement entry to probe"
-                            : target.error().message.c_str());
+        std::fprintf(
+            stderr, "pipeline_bench: %s\n",
+            target ? "no log_slow_statement entry to probe" : target.error().message.c_str());
         return 1;
     }
     ::selftest *skel = ::selftest::open();
@@ -648,8 +648,10 @@ int cmd_floor(pid_t pid) {
         std::fprintf(stderr, "pipeline_bench: cannot attach to log_slow_statement: %s\n",
                      std::strerror(errno));
     } else {
-        std::fprintf(stderr, "pipeline_bench: one counting probe on log_slow_statement of pid %d; "
-                             "Ctrl-C to stop\n", pid);
+        std::fprintf(stderr,
+                     "pipeline_bench: one counting probe on log_slow_statement of pid %d; "
+                     "Ctrl-C to stop\n",
+                     pid);
         int sig = 0;
         sigwait(&stop, &sig);
         rc = 0;

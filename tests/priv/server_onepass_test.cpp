@@ -203,8 +203,8 @@ TEST_P(ServerOnePass, FiltersInTheProbe) {
     // Dropped in the probe: nothing reached userspace's own filter.
     EXPECT_NE(r.err.find("mysqltrace: 3 statements, "), std::string::npos) << r.err;
 
-    tracer = trace({"--stages", "off", "--thread-id", std::to_string(id_b), "--min-duration",
-                    "100"});
+    tracer =
+        trace({"--stages", "off", "--thread-id", std::to_string(id_b), "--min-duration", "100"});
     ASSERT_EQ(run_query(a, "select sleep(0.2)"), 0u);
     ASSERT_EQ(run_query(b, "select 4"), 0u);
     ASSERT_EQ(run_query(b, "select sleep(0.2)"), 0u);

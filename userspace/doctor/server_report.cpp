@@ -95,7 +95,8 @@ void add_modes(const server::ServerTarget *t, const server::ThdLayout &l, Server
                                         {"THD rows examined", l.examined_row_count >= 0}});
     part("  ROWS_AFFECTED", {{"DA affected rows", l.da_affected_rows >= 0},
                              {"DA OK status values", l.da_ok_statuses != 0}});
-    part("  LOCK_TIME", {{"THD lock time", l.lock_time >= 0}, {"THD start time", l.start_utime >= 0}});
+    part("  LOCK_TIME",
+         {{"THD lock time", l.lock_time >= 0}, {"THD start time", l.start_utime >= 0}});
     const std::string one = base ? server::one_probe_missing(*t) : "see the refusal above";
     mode("one probe per statement (--stages off|sampled)", one.empty(),
          one.empty() ? "at log_slow_statement, " + site_text(*t->statement_end_site)

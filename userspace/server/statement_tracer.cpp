@@ -203,8 +203,9 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     if (!opts.one_probe || (force != nullptr && std::string(force) == "multi")) {
         t->path_note_ = "entry and end probes per statement (--every-command)";
     } else if (nesting) {
-        t->path_note_ = "entry and end probes per statement (exact stages, --waits and "
-                        "--table-io need to see statements begin)";
+        t->path_note_ =
+            "entry and end probes per statement (exact stages, --waits and "
+            "--table-io need to see statements begin)";
     } else if (!missing.empty()) {
         t->path_note_ = "entry and end probes per statement (no one-probe path: " + missing + ")";
     } else {

@@ -7,6 +7,13 @@
 # Configurations (bench_run's first argument):
 #   baseline        no tracer, performance_schema OFF (server "plain")
 #   statements      `mysqltrace server --stages off` on plain
+#   statements-json     the same, --format json to a file
+#   statements-slowlog  the same, --format slowlog to a file
+#   statements-multi    `--stages off` on the entry and end probes per
+#                   statement (MYSQLTRACE_SERVER_PATH=multi), the path before
+#                   the one-probe path
+#   floor           one uprobe on log_slow_statement with a program that only
+#                   counts (`pipeline_bench floor`): the one-trap floor
 #   sampled         `mysqltrace server` (--stages sampled, the default)
 #   exact           `mysqltrace server --stages exact`
 #   traps           `mysqltrace server --stages traps`: exact's probes with
@@ -30,7 +37,7 @@
 # performance_schema is OFF only where asked.
 
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BENCH_ALL_CONFIGS="baseline statements sampled exact traps waits table-io client client-summary run run-no-api shim-idle pfs-stages pfs"
+BENCH_ALL_CONFIGS="baseline floor statements statements-json statements-slowlog statements-multi sampled exact traps waits table-io client client-summary run run-no-api shim-idle pfs-stages pfs"
 # Enough for the 200-connection memory runs (the default is 151).
 BENCH_MAX_CONNECTIONS=${BENCH_MAX_CONNECTIONS:-512}
 BENCH_TABLE_SIZE=${BENCH_TABLE_SIZE:-10000}
@@ -258,13 +265,22 @@ bench_run() {
     baseline) bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
     pfs | pfs-stages) bench_sysbench "$work/$bench_prefix$cfg" "$workload" "${args[@]}" >"$out" ;;
     shim-idle) LD_PRELOAD="$shim" bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
-    statements | sampled | exact | traps | waits | table-io)
+    floor | statements* | sampled | exact | traps | waits | table-io)
       mode=$cfg
-      [ "$cfg" = statements ] && mode=off
+      local path="" dest=/dev/null
+      case $cfg in statements*) mode=off ;; esac
+      [ "$cfg" = statements-json ] && extra=(--format json) && dest="$work/trace.out"
+      [ "$cfg" = statements-slowlog ] && extra=(--format slowlog) && dest="$work/trace.out"
+      [ "$cfg" = statements-multi ] && path=multi
       [ "$cfg" = waits ] && mode=sampled && extra=(--waits)
       [ "$cfg" = table-io ] && mode=off && extra=(--table-io)
-      "$mt" server --pid "$(bench_server_pid "$plain")" --stages "$mode" "${extra[@]}" \
-        --output /dev/null 2>"$err" &
+      rm -f "$work/trace.out"
+      if [ "$cfg" = floor ]; then
+        "$pb" floor --pid "$(bench_server_pid "$plain")" 2>"$err" &
+      else
+        MYSQLTRACE_SERVER_PATH=$path "$mt" server --pid "$(bench_server_pid "$plain")" \
+          --stages "$mode" "${extra[@]}" --output "$dest" 2>"$err" &
+      fi
       bench_tracer=$!
       bench_watch "$bench_tracer" "$watchf"
       bench_wait_ready "$err"

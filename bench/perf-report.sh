@@ -125,7 +125,7 @@ read -r -d '' -a mysql_cell_list <<<"$mysql_cells" || true
 [[ " $mysql_configs " == *" baseline "* ]] || { echo "perf-report: --mysql-configs must include baseline" >&2; exit 2; }
 for c in "${mysql_config_list[@]}"; do
   case $c in
-    baseline | statements | sampled | exact | traps | waits | table-io | pfs-stages | pfs) ;;
+    baseline | floor | statements* | sampled | exact | traps | waits | table-io | pfs-stages | pfs) ;;
     *) echo "perf-report: $c is not a server configuration (--mysql-configs)" >&2; exit 2 ;;
   esac
 done

@@ -60,6 +60,8 @@
 #include "mysqltrace/abi/event.h"
 #include "output/clock.h"
 #include "output/output_file.h"
+#include "selftest.skel.h"
+#include "server/server_target.h"
 #include "proc/maps.h"
 #include "selftest.skel.h"
 #include "selftest/self_probe.h"
@@ -612,6 +614,53 @@ int cmd_stats_on() {
     }
 }
 
+// ---- floor ----
+
+// The one-trap floor: selftest_count on the entry of the server's
+// log_slow_statement, where `mysqltrace server` takes its one probe per
+// statement, until SIGINT or SIGTERM.
+int cmd_floor(pid_t pid) {
+    auto target = mysqltrace::server::resolve_server(pid);
+    if (!target || !target->statement_end_site) {
+        std::fprintf(
+            stderr, "pipeline_bench: %s\n",
+            target ? "no log_slow_statement entry to probe" : target.error().message.c_str());
+        return 1;
+    }
+    ::selftest *skel = ::selftest::open();
+    if (skel == nullptr) {
+        std::fprintf(stderr, "pipeline_bench: cannot open the selftest BPF object\n");
+        return 1;
+    }
+    skel->rodata->target_tgid = static_cast<__u32>(pid);
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+    int rc = 1;
+    bpf_link *l = nullptr;
+    if (::selftest::load(skel) != 0) {
+        std::fprintf(stderr, "pipeline_bench: cannot load the selftest BPF object\n");
+    } else if ((l = bpf_program__attach_uprobe(skel->progs.selftest_count, false, pid,
+                                               target->exe.c_str(),
+                                               target->statement_end_site->offset)) == nullptr) {
+        std::fprintf(stderr, "pipeline_bench: cannot attach to log_slow_statement: %s\n",
+                     std::strerror(errno));
+    } else {
+        std::fprintf(stderr,
+                     "pipeline_bench: one counting probe on log_slow_statement of pid %d; "
+                     "Ctrl-C to stop\n",
+                     pid);
+        int sig = 0;
+        sigwait(&stop, &sig);
+        rc = 0;
+    }
+    bpf_link__destroy(l);
+    ::selftest::destroy(skel);
+    return rc;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -640,6 +689,10 @@ int main(int argc, char **argv) {
     auto *stats = app.add_subcommand("prog-stats", "BPF run counts of a process's programs");
     stats->add_option("--pid", pid)->required();
     auto *on = app.add_subcommand("stats-on", "Kernel BPF statistics on until killed");
+    pid_t floor_pid = 0;
+    auto *floor_cmd = app.add_subcommand(
+        "floor", "One counting uprobe on a server's log_slow_statement until SIGINT");
+    floor_cmd->add_option("--pid", floor_pid)->required();
     CLI11_PARSE(app, argc, argv);
     mysqltrace::bpf::set_libbpf_verbosity(0);
     if (rate->parsed()) {
@@ -653,6 +706,9 @@ int main(int argc, char **argv) {
     }
     if (on->parsed()) {
         return cmd_stats_on();
+    }
+    if (floor_cmd->parsed()) {
+        return cmd_floor(floor_pid);
     }
     return 2;
 }

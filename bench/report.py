@@ -16,7 +16,11 @@ import sys
 
 NAMES = {
     "baseline": "untraced, performance_schema OFF",
+    "floor": "one uprobe on log_slow_statement, counting program (one-trap floor)",
     "statements": "`mysqltrace server --stages off` (statements only)",
+    "statements-json": "`mysqltrace server --stages off --format json` to a file",
+    "statements-slowlog": "`mysqltrace server --stages off --format slowlog` to a file",
+    "statements-multi": "`--stages off` on entry + end probes (the multi-probe path)",
     "sampled": "`mysqltrace server` (statements + sampled stages)",
     "exact": "`mysqltrace server --stages exact` (+ exact stages)",
     "traps": "exact-stage probes, empty programs (trap floor)",
@@ -381,8 +385,8 @@ def main():
               "wakeups, cache effects, a dearer trap under load).")
             p("")
             p("| configuration | uprobe hits per query | other program runs per query | "
-              "extra us per query | traps at floor cost | BPF programs | rest |")
-            p("|---|---|---|---|---|---|---|")
+              "extra us per query | traps at floor cost | BPF programs | BPF ns per query | rest |")
+            p("|---|---|---|---|---|---|---|---|")
             base = m.qps(sw, st, "baseline")
             for c in ORDER:
                 h = hits.get(c)
@@ -401,7 +405,7 @@ def main():
                 derived[c] = {"up_q": up_q, "other_q": other_q, "bpf_us": bpf_us,
                               "extra": extra, "trap_us": trap_us, "rest": rest}
                 p(f"| {NAMES[c]} | {up_q:.1f} | {other_q:.1f} | {fmt(extra, 1)} | "
-                  f"{fmt(trap_us, 1)} | {bpf_us:.1f} | {fmt(rest, 1)} |")
+                  f"{fmt(trap_us, 1)} | {bpf_us:.1f} | {bpf_us * 1000:.0f} | {fmt(rest, 1)} |")
             p("")
             t, s = derived.get("table-io"), derived.get("statements")
             if t and s and t["extra"] is not None and s["extra"] is not None:

@@ -56,3 +56,26 @@ int BPF_PROG(selftest_sys_enter, struct pt_regs *regs, long id)
         return 0;
     return emit(MT_SELFTEST_SYSCALL, 0, BPF_CORE_READ(regs, di));
 }
+
+// The one-trap floor of bench/ (`pipeline_bench floor`): a uprobe whose
+// program only counts the traced process's hits, per CPU, with no record.
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u64);
+} floor_hits SEC(".maps");
+
+SEC("uprobe")
+int selftest_count(struct pt_regs *ctx)
+{
+    __u32 zero = 0;
+    __u64 *n;
+
+    if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
+        return 0;
+    n = bpf_map_lookup_elem(&floor_hits, &zero);
+    if (n)
+        (*n)++;
+    return 0;
+}

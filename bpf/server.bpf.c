@@ -41,6 +41,14 @@ const volatile __s32 at_examined_rows = -1;
 const volatile __s32 at_query_string = -1;  // LEX_CSTRING {str, length}
 const volatile __s32 at_db = -1;            // LEX_CSTRING
 const volatile __s32 at_stmt_da = -1;
+// One-probe statements (server_onepass.bpf.h), and Lock_time everywhere:
+// THD::start_utime (microseconds), the lock field (lock_is_duration: MySQL's
+// m_lock_usec; else MariaDB's utime_after_lock, on start_utime's clock) and
+// the running command (4 bytes).
+const volatile __s32 at_start_utime = -1;
+const volatile __s32 at_lock_time = -1;
+const volatile __s32 at_command = -1;
+const volatile __u32 lock_is_duration = 0;
 // The Diagnostics_area's status and affected rows, in one window after the
 // THD's.
 const volatile __s64 da_win_off = 0;
@@ -196,6 +204,9 @@ struct thread_state {
     // The argument of a command other than a query (a schema name...),
     // copied at entry: the packet buffer holds the reply by the end.
     __u8 arg[MT_MAX_DB];
+    // One-probe statements with sampled stages: the THD's start_utime when
+    // the samples kept began (a new value: another statement, start over).
+    __u64 sample_epoch;
     struct mt_stage_mark stages[MT_MAX_STAGES];
     struct mt_stage_samples samples[MT_STAGE_SLOTS];  // ev.n_samples of them in use
     struct mt_server_statement_event ev;              // last: its data[] is not used here
@@ -395,18 +406,71 @@ static __always_inline void prepared_text(void *thd, __u64 *src, __u64 *n) {
     }
 }
 
+// Fills the statement's identity, outcome, rows, lock time, message and
+// CURRENT_SCHEMA from the THD (its windows already copied into g); the
+// message and schema go to ev->data from `off` on. Returns the new end.
+static __always_inline __u64 describe_from_thd(struct mt_server_statement_event *ev, __u8 *g,
+                                               void *thd, __u64 off) {
+    void *da = 0;
+    __u64 n, src, start, lock;
+    long len;
+
+    ev->thread_id = gathered(g, at_thread_id) & thread_id_mask;
+    ev->query_id = gathered(g, at_query_id);
+    ev->rows_sent = gathered(g, at_sent_rows);
+    ev->rows_examined = gathered(g, at_examined_rows);
+    // Lock_time: a duration (MySQL's m_lock_usec), or a time on the start's
+    // clock (MariaDB's utime_after_lock) from which the start is taken.
+    lock = gathered(g, at_lock_time);
+    start = gathered(g, at_start_utime);
+    if (!lock_is_duration)
+        lock = lock > start && start ? lock - start : 0;
+    ev->lock_ns = lock * 1000;
+    da = (void *)gathered(g, at_stmt_da);
+    da_outcome(g, thd, da, &ev->da_status, &ev->rows_affected);
+    ev->error = 0;
+    __builtin_memset(ev->sqlstate, 0, sizeof(ev->sqlstate));
+    ev->message_len = 0;
+    if (ev->da_status == MT_DA_ERROR) {
+        ev->error = read_u32(da, off_da_errno);
+        if (da && off_da_sqlstate >= 0)
+            bpf_probe_read_user(ev->sqlstate, 5, da + off_da_sqlstate);
+        if (da && off_da_message >= 0 && off <= MARKS_MAX) {
+            len = bpf_probe_read_user_str(ev->data + off, MT_MAX_MESSAGE, da + off_da_message);
+            if (len > 1) {
+                ev->message_len = len - 1;
+                off += len - 1;
+            }
+        }
+    }
+
+    // CURRENT_SCHEMA
+    ev->db_len = 0;
+    if (at_db >= 0) {
+        src = gathered(g, at_db);
+        n = gathered(g, at_db + 8);
+        if (n > MT_MAX_DB - 1)
+            n = MT_MAX_DB - 1;
+        barrier_var(n);
+        if (src && n && off <= MARKS_MAX + MT_MAX_MESSAGE &&
+            bpf_probe_read_user(ev->data + off, n, (void *)src) == 0) {
+            ev->db_len = n;
+            off += n;
+        }
+    }
+    return off;
+}
+
 // Reads the statement's outcome from the THD and sends its record.
 // `split_at`: where the next statement of the same query begins (0: none).
 static __always_inline void end_statement(struct thread_state *st, __u32 flags, __u64 split_at) {
     struct mt_server_statement_event *ev;
     struct scratch_slot *slot_mem;
     void *thd = st->thd;
-    void *da = 0;
     __u8 *g;
     __u64 n_stages, n_samples, off, n, src;
     __u64 now = st->end_pending == 2 ? st->end_at : bpf_ktime_get_ns();
     __u32 slot;
-    long len;
 
     st->active = 0;
     if (min_duration_ns && now - st->ev.start_ns < min_duration_ns)
@@ -449,42 +513,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     read_counters(st, &ev->end, now);
 
     gather(g, thd);
-    ev->thread_id = gathered(g, at_thread_id) & thread_id_mask;
-    ev->query_id = gathered(g, at_query_id);
-    ev->rows_sent = gathered(g, at_sent_rows);
-    ev->rows_examined = gathered(g, at_examined_rows);
-    da = (void *)gathered(g, at_stmt_da);
-    da_outcome(g, thd, da, &ev->da_status, &ev->rows_affected);
-    ev->error = 0;
-    __builtin_memset(ev->sqlstate, 0, sizeof(ev->sqlstate));
-    ev->message_len = 0;
-    if (ev->da_status == MT_DA_ERROR) {
-        ev->error = read_u32(da, off_da_errno);
-        if (da && off_da_sqlstate >= 0)
-            bpf_probe_read_user(ev->sqlstate, 5, da + off_da_sqlstate);
-        if (da && off_da_message >= 0) {
-            len = bpf_probe_read_user_str(ev->data + off, MT_MAX_MESSAGE, da + off_da_message);
-            if (len > 1) {
-                ev->message_len = len - 1;
-                off += len - 1;
-            }
-        }
-    }
-
-    // CURRENT_SCHEMA
-    ev->db_len = 0;
-    if (at_db >= 0) {
-        src = gathered(g, at_db);
-        n = gathered(g, at_db + 8);
-        if (n > MT_MAX_DB - 1)
-            n = MT_MAX_DB - 1;
-        barrier_var(n);
-        if (src && n && off <= MARKS_MAX + MT_MAX_MESSAGE &&
-            bpf_probe_read_user(ev->data + off, n, (void *)src) == 0) {
-            ev->db_len = n;
-            off += n;
-        }
-    }
+    off = describe_from_thd(ev, g, thd, off);
 
     // SQL_TEXT: the statement mysql_parse was given, else the text the
     // server keeps in the THD (prepared statements, unparsed queries), else
@@ -588,8 +617,10 @@ static __always_inline __u64 account_string(char *dst, __u64 size, void *sctx, _
     return n;
 }
 
-// Sends the account of connection `id` on `thd` unless it was sent last.
-static __always_inline void send_account(struct thread_state *st, void *thd, __u64 id) {
+// Sends the account of connection `id` on `thd` unless it was sent last;
+// `ts`: its time, when not now (0).
+static __always_inline void send_account_at(struct thread_state *st, void *thd, __u64 id,
+                                            __u64 ts) {
     struct mt_server_account_event *ev;
     void *ring;
     void *sctx;
@@ -601,6 +632,8 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
     if (!ev)
         return;  // counted as a drop; tried again at the next command
     st->account_id = id;
+    if (ts)
+        ev->hdr.ts_ns = ts;
     ev->thread_id = id;
     ev->user[0] = 0;
     ev->host[0] = 0;
@@ -624,8 +657,13 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
     mt_submit(ring, ev, sizeof(*ev));
 }
 
+static __always_inline void send_account(struct thread_state *st, void *thd, __u64 id) {
+    send_account_at(st, thd, id, 0);
+}
+
 // The probes, in parts that use the inputs, state and helpers above.
 #include "server_commands.bpf.h"
+#include "server_onepass.bpf.h"
 #include "server_stages.bpf.h"
 #include "server_waits.bpf.h"
 #include "server_table_io.bpf.h"

@@ -141,7 +141,7 @@ int server_sample(void *ctx) {
     if (!sampled_stages || !traced())
         return 0;
     st = state_of(0);
-    if (st && st->active)
+    if (st && (st->active || (onepass && onepass_resync(st))))
         credit(st, current_stage(st), 1, 0);
     return 0;
 }
@@ -161,7 +161,7 @@ int BPF_PROG(server_switch, bool preempt, struct task_struct *prev, struct task_
                 st->cpu_acc += now - st->on_since;
             st->on_since = 0;
             // Still in prev's address space: its stage can be read.
-            if (sampled_stages && st->active) {
+            if (sampled_stages && (st->active || (onepass && onepass_resync(st)))) {
                 st->off_cpu_since = now;
                 st->off_cpu_stage = current_stage(st);
             }
@@ -171,7 +171,7 @@ int BPF_PROG(server_switch, bool preempt, struct task_struct *prev, struct task_
         st = bpf_task_storage_get(&threads, next, 0, 0);
         if (st) {
             st->on_since = now;
-            if (st->active && st->off_cpu_since) {
+            if ((st->active || onepass) && st->off_cpu_since) {
                 credit(st, st->off_cpu_stage, 0, now - st->off_cpu_since);
                 st->off_cpu_since = 0;
             }

@@ -37,7 +37,12 @@ struct Digest {
     uint64_t count = 0;
     uint64_t rows_sent = 0, rows_examined = 0;
     uint64_t rows_affected = 0;  // pt-query-digest leaves out metrics that are all 0
-    bool operator==(const Digest &) const = default;
+    // Sum of Lock_time, seconds: compared apart, within a tolerance.
+    double lock_time = 0;
+    bool operator==(const Digest &o) const {
+        return count == o.count && rows_sent == o.rows_sent && rows_examined == o.rows_examined &&
+               rows_affected == o.rows_affected;
+    }
 };
 
 std::ostream &operator<<(std::ostream &o, const Digest &d) {
@@ -71,6 +76,9 @@ std::map<std::string, Digest> digest(const std::string &log, unsigned long threa
         d.rows_sent = sum(m, "Rows_sent");
         d.rows_examined = sum(m, "Rows_examined");
         d.rows_affected = sum(m, "Rows_affected");
+        if (m.contains("Lock_time")) {
+            d.lock_time = std::stod(m["Lock_time"]["sum"].get<std::string>());
+        }
         out[c["fingerprint"].get<std::string>()] = d;
     }
     return out;
@@ -157,6 +165,15 @@ TEST_P(ServerSlowlog, PtQueryDigestReadsWhatTheServerLogs) {
     EXPECT_EQ(want.size(), 9u) << server_warnings;
     EXPECT_EQ(got, want);
     EXPECT_EQ(got["select b from t where a = ?"], (Digest{4, 3, 3, 0}));
+    // Lock_time is read from the same THD fields the server's log prints,
+    // just before it: nonzero where the server's is, and within a
+    // millisecond per statement of it (no timing is asserted).
+    for (const auto &[fingerprint, w] : want) {
+        const Digest &g = got[fingerprint];
+        EXPECT_EQ(g.lock_time > 0, w.lock_time > 0) << fingerprint;
+        EXPECT_NEAR(g.lock_time, w.lock_time, 0.001 * static_cast<double>(w.count)) << fingerprint;
+    }
+    EXPECT_GT(got["select b from t where a = ?"].lock_time, 0.0);
     EXPECT_EQ(got["update t set b = ? where a <= ?"],
               (Digest{1, 0, 2, GetParam() == ServerFlavour::mysql ? 0u : 2u}));
     // A fingerprint hides the values: the text itself, as the server logs it.

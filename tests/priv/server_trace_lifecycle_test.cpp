@@ -159,8 +159,8 @@ TEST_P(ServerTrace, ReturnProbeEndsStatementsWhenTheSiteIsMissing) {
     ASSERT_NE(m, nullptr);
     const unsigned long id = mysql_thread_id(m);
     BackgroundCommand tracer({"/usr/bin/env", "MYSQLTRACE_SERVER_END=return", MYSQLTRACE_BINARY,
-                              "server", "--pid", std::to_string(server_->pid()), "--format", "json",
-                              "--output", out_path_});
+                              "server", "--pid", std::to_string(server_->pid()), "--every-command",
+                              "--format", "json", "--output", out_path_});
     ASSERT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop"));
     ASSERT_EQ(run_query(m, "select 1; select 2"), 0u);
     EXPECT_EQ(run_query(m, "select * from mysql.no_such_table"), 1146u);

@@ -5,7 +5,9 @@
 // copy), the account from thd_get_security_context and Security_context's
 // {ptr, length} accessors, and TABLE_SHARE's names from
 // handler::lock_shared_ha_data (after the stack protector's %fs load) and
-// init_tmp_table_share's MySQL signature. Calls and jumps in the bytes point
+// init_tmp_table_share's MySQL signature; the one-probe fields from
+// THD::set_command, THD::inc_lock_usec and THD::update_slow_query_status.
+// Calls and jumps in the bytes point
 // nowhere here: the code is read, never run.
 #include <gtest/gtest.h>
 
@@ -215,6 +217,65 @@ _Z20init_tmp_table_shareP3THDP11TABLE_SHAREPKcmS4_S4_P8MEM_ROOT:
     .byte 0x49, 0x89, 0x87, 0xb0, 0x01, 0x00, 0x00  # mov    %rax,0x1b0(%r15)
     .byte 0x49, 0x89, 0x87, 0xa0, 0x01, 0x00, 0x00  # mov    %rax,0x1a0(%r15)
     .size _Z20init_tmp_table_shareP3THDP11TABLE_SHAREPKcmS4_S4_P8MEM_ROOT, .-_Z20init_tmp_table_shareP3THDP11TABLE_SHAREPKcmS4_S4_P8MEM_ROOT
+    # One-probe statements: THD::set_command, THD::inc_lock_usec and
+    # THD::update_slow_query_status (start_utime + long_query_time).
+    .globl _ZN3THD11set_commandE19enum_server_command
+    .type _ZN3THD11set_commandE19enum_server_command, @function
+_ZN3THD11set_commandE19enum_server_command:
+    .byte 0xf3, 0x0f, 0x1e, 0xfa  # endbr64
+    .byte 0x89, 0xb7, 0xb4, 0x19, 0x00, 0x00  # mov    %esi,0x19b4(%rdi)
+    .byte 0x89, 0xf7  # mov    %esi,%edi
+    .byte 0xe9, 0xaf, 0x0a, 0xeb, 0x01  # jmp    2f539d0 <_Z25pfs_set_thread_command_vci@@Base>
+    .size _ZN3THD11set_commandE19enum_server_command, .-_ZN3THD11set_commandE19enum_server_command
+    .globl _ZN3THD13inc_lock_usecEy
+    .type _ZN3THD13inc_lock_usecEy, @function
+_ZN3THD13inc_lock_usecEy:
+    .byte 0xf3, 0x0f, 0x1e, 0xfa  # endbr64
+    .byte 0x48, 0x03, 0xb7, 0xf8, 0x19, 0x00, 0x00  # add    0x19f8(%rdi),%rsi
+    .byte 0x48, 0x89, 0xb7, 0xf8, 0x19, 0x00, 0x00  # mov    %rsi,0x19f8(%rdi)
+    .byte 0x48, 0x8b, 0xbf, 0x30, 0x23, 0x00, 0x00  # mov    0x2330(%rdi),%rdi
+    .byte 0x48, 0x85, 0xff  # test   %rdi,%rdi
+    .byte 0x74, 0x0a  # je     10a5bb8 <_ZN3THD13inc_lock_usecEy@@Base+0x28>
+    .byte 0xe9, 0x6d, 0xe0, 0xea, 0x01  # jmp    2f53c20 <_Z30pfs_set_statement_lock_time_vcP20PSI_statement_lockery@@Base>
+    .byte 0x0f, 0x1f, 0x44, 0x00, 0x00  # nopl   0x0(%rax,%rax,1)
+    .byte 0xc3  # ret
+    .size _ZN3THD13inc_lock_usecEy, .-_ZN3THD13inc_lock_usecEy
+    .globl _ZN3THD24update_slow_query_statusEv
+    .type _ZN3THD24update_slow_query_statusEv, @function
+_ZN3THD24update_slow_query_statusEv:
+    .byte 0xf3, 0x0f, 0x1e, 0xfa  # endbr64
+    .byte 0x55  # push   %rbp
+    .byte 0x48, 0x89, 0xe5  # mov    %rsp,%rbp
+    .byte 0x53  # push   %rbx
+    .byte 0x48, 0x83, 0xec, 0x28  # sub    $0x28,%rsp
+    .byte 0x64, 0x48, 0x8b, 0x1c, 0x25, 0x28, 0x00  # mov    %fs:0x28,%rbx
+    .byte 0x00, 0x00  # 
+    .byte 0x48, 0x89, 0x5d, 0xe8  # mov    %rbx,-0x18(%rbp)
+    .byte 0x48, 0x89, 0xfb  # mov    %rdi,%rbx
+    .byte 0x0f, 0x1f, 0x00  # nopl   (%rax)
+    .byte 0x31, 0xf6  # xor    %esi,%esi
+    .byte 0x48, 0x8d, 0x7d, 0xd0  # lea    -0x30(%rbp),%rdi
+    .byte 0xe8, 0xd5, 0x5f, 0xd3, 0xff  # call   ddbbc0 <gettimeofday@plt>
+    .byte 0x85, 0xc0  # test   %eax,%eax
+    .byte 0x75, 0xf1  # jne    10a5be0 <_ZN3THD24update_slow_query_statusEv@@Base+0x20>
+    .byte 0x48, 0x69, 0x45, 0xd0, 0x40, 0x42, 0x0f  # imul   $0xf4240,-0x30(%rbp),%rax
+    .byte 0x00  # 
+    .byte 0x48, 0x8b, 0x93, 0x18, 0x07, 0x00, 0x00  # mov    0x718(%rbx),%rdx
+    .byte 0x48, 0x03, 0x45, 0xd8  # add    -0x28(%rbp),%rax
+    .byte 0x48, 0x03, 0x93, 0xf0, 0x19, 0x00, 0x00  # add    0x19f0(%rbx),%rdx
+    .byte 0x48, 0x39, 0xc2  # cmp    %rax,%rdx
+    .byte 0x73, 0x0a  # jae    10a5c18 <_ZN3THD24update_slow_query_statusEv@@Base+0x58>
+    .byte 0x81, 0x8b, 0xd8, 0x25, 0x00, 0x00, 0x00  # orl    $0x800,0x25d8(%rbx)
+    .byte 0x08, 0x00, 0x00  # 
+    .byte 0x48, 0x8b, 0x45, 0xe8  # mov    -0x18(%rbp),%rax
+    .byte 0x64, 0x48, 0x2b, 0x04, 0x25, 0x28, 0x00  # sub    %fs:0x28,%rax
+    .byte 0x00, 0x00  # 
+    .byte 0x75, 0x06  # jne    10a5c2d <_ZN3THD24update_slow_query_statusEv@@Base+0x6d>
+    .byte 0x48, 0x8b, 0x5d, 0xf8  # mov    -0x8(%rbp),%rbx
+    .byte 0xc9  # leave
+    .byte 0xc3  # ret
+    .byte 0xe8, 0x5e, 0x3c, 0xd3, 0xff  # call   dd9890 <__stack_chk_fail@plt>
+    .size _ZN3THD24update_slow_query_statusEv, .-_ZN3THD24update_slow_query_statusEv
 )");
 
 namespace {
@@ -241,6 +302,11 @@ TEST(Mysql97Layout, StageAccountAndTableShareFields) {
     EXPECT_EQ(l->handler_table_share, 0x8);
     EXPECT_EQ(l->share_db, 0x178);
     EXPECT_EQ(l->share_table_name, 0x188);
+    EXPECT_EQ(l->command, 0x19b4);
+    EXPECT_EQ(l->lock_time, 0x19f8);
+    EXPECT_TRUE(l->lock_is_duration);  // m_lock_usec
+    EXPECT_EQ(l->start_utime, 0x19f0);
+    EXPECT_EQ(l->start_clock, mysqltrace::server::ThdLayout::Clock::realtime);
 }
 
 // MariaDB's profile does not look for MySQL's C++ accessors' patterns.

@@ -193,6 +193,60 @@ TEST(ServerStatement, FailedStatementOfAMultiQueryKeepsItsOwnText) {
     EXPECT_FALSE(st.truncated());
 }
 
+// The one-probe path: the THD's text at log_slow_statement may run on to
+// the end of a multi-statement query; each statement keeps its own text,
+// its Lock_time and the start the probe read.
+TEST(ServerStatement, OneProbeRecordsCutTheirTextAndKeepLockTime) {
+    auto ev = base_event();
+    ev.flags = MT_STMT_ENDED | MT_STMT_ONEPASS;
+    ev.lock_ns = 42'000;
+    ev.rows_sent = 1;
+    const std::string text = "select count(*) from t ;\n delete from t where a = ';'";
+    ev.text_len = static_cast<uint32_t>(text.size());
+    auto rec = record(ev, {}, "", "db", text);
+    Statement st;
+    ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+    EXPECT_TRUE(st.one_probe());
+    EXPECT_EQ(st.text, "select count(*) from t");
+    EXPECT_EQ(st.text_len, st.text.size());
+    EXPECT_FALSE(st.truncated());
+    EXPECT_EQ(st.lock_ns, 42'000u);
+    EXPECT_EQ(st.start_ns, 1'000'000u);
+    EXPECT_EQ(st.end_ns, 5'000'000u);
+    EXPECT_EQ(st.db, "db");
+    EXPECT_EQ(st.rows_sent, 1u);
+
+    // The last statement of the query, or a single one: as it is.
+    ev.text_len = 30;
+    rec = record(ev, {}, "", "db", "delete from t where a = ';' ; ");
+    ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+    EXPECT_EQ(st.text, "delete from t where a = ';' ; ");
+
+    // Cut by --max-sql before the delimiter: still marked as cut.
+    ev.text_len = 100;
+    rec = record(ev, {}, "", "db", "select 'a;b'");
+    ASSERT_TRUE(mysqltrace::server::decode_statement(rec, &st));
+    EXPECT_EQ(st.text, "select 'a;b'");
+    EXPECT_TRUE(st.truncated());
+}
+
+TEST(ServerStatement, CutToFirstStatement) {
+    using mysqltrace::server::cut_to_first_statement;
+    std::string t = "select 1;  select 2";
+    uint32_t len = 19;
+    EXPECT_TRUE(cut_to_first_statement(t, &len));
+    EXPECT_EQ(t, "select 1");
+    EXPECT_EQ(len, 8u);
+    t = "select 1 \t;select 2";
+    EXPECT_TRUE(cut_to_first_statement(t, &len));
+    EXPECT_EQ(t, "select 1");
+    t = "select 1;";
+    len = 9;
+    EXPECT_FALSE(cut_to_first_statement(t, &len));
+    EXPECT_EQ(t, "select 1;");
+    EXPECT_EQ(len, 9u);
+}
+
 TEST(ServerStatement, SqlCommandNamesFollowTheServersInstruments) {
     using mysqltrace::server::sql_command_name;
     EXPECT_EQ(sql_command_name("select 1"), "select");

@@ -139,6 +139,36 @@ mt_strmake:
     movl %eax, -0x20(%rdi)
     call mt_strmake
     ret
+    # One-probe statements: the command, utime_after_lock (+=), and
+    # start_utime, subtracted from it in the slow log's writer after an early
+    # return that pops the THD's register (a linear walk loses it there).
+    .globl thd_current_command, thd_storage_lock_wait, _ZN6LOGGER14slow_log_printEP3THDPKcmy
+    .type thd_current_command, @function
+thd_current_command:
+    movl 0x2400(%rdi), %eax
+    ret
+    .size thd_current_command, .-thd_current_command
+    .type thd_storage_lock_wait, @function
+thd_storage_lock_wait:
+    addq %rsi, 0x2418(%rdi)
+    ret
+    .size thd_storage_lock_wait, .-thd_storage_lock_wait
+    .type _ZN6LOGGER14slow_log_printEP3THDPKcmy, @function
+_ZN6LOGGER14slow_log_printEP3THDPKcmy:
+    pushq %rbx
+    cmpq $0, 0x78(%rdi)
+    movq %rsi, %rbx
+    jne 1f
+    xorl %eax, %eax
+    popq %rbx
+    ret
+1:  movq 0x2418(%rbx), %rsi
+    movq 0x2410(%rbx), %rax
+    subq %rax, %r8
+    subq %rax, %rsi
+    popq %rbx
+    ret
+    .size _ZN6LOGGER14slow_log_printEP3THDPKcmy, .-_ZN6LOGGER14slow_log_printEP3THDPKcmy
 )");
 
 namespace {
@@ -169,6 +199,11 @@ TEST(ThdLayout, ReadsOffsetsOffTheCode) {
     EXPECT_EQ(l->sctx_user, 0x8);
     EXPECT_EQ(l->sctx_host, 0x0);
     EXPECT_EQ(l->sctx_ip, 0x10);
+    EXPECT_EQ(l->command, 0x2400);
+    EXPECT_EQ(l->lock_time, 0x2418);
+    EXPECT_FALSE(l->lock_is_duration);  // a time: Lock_time = it - start
+    EXPECT_EQ(l->start_utime, 0x2410);
+    EXPECT_EQ(l->start_clock, mysqltrace::server::ThdLayout::Clock::monotonic);
 }
 
 TEST(ThdLayout, NotAServer) {

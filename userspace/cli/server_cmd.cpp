@@ -33,6 +33,7 @@ struct ServerArgs : TraceArgs {
     std::string db;
     std::string user;
     bool show_secrets = false;
+    bool every_command = false;
 };
 
 server::StageMode stage_mode(const std::string &s) {
@@ -175,6 +176,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     // The slow log prints an EXECUTE with its values; performance_schema
     // with its `?`.
     opts.prepared_text = !slowlog;
+    opts.db = a.db;
+    opts.user = a.user;
+    opts.one_probe = !a.every_command;
     server::WaitNamer namer(a.pid, target->file, target->load_bias,
                             mysql8 ? server::FileNaming::mysql : server::FileNaming::mariadb);
     // Accounts are sent only for what needs them: trace file names, --user,
@@ -282,12 +286,14 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                                                                    : "statements";
     trace::block_stop_signals();
     std::cerr << "mysqltrace: tracing " << what << " of pid " << a.pid << " ("
-              << (*tracer)->probe_count() << " probes); Ctrl-C to stop\n";
+              << (*tracer)->probe_count() << " probes: " << (*tracer)->path_note()
+              << "); Ctrl-C to stop\n";
     trace::LoopOptions lo;
     lo.duration_s = a.duration;
     lo.reader_nice = a.reader_nice;
     lo.targets = {a.pid};
     lo.on_tick = [&] {
+        (*tracer)->refresh_clock();
         maybe_detach();
         o.flush();
         if (trace_files) {
@@ -370,6 +376,12 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     cmd->add_option("--sample-hz", a->sample_hz, "Stage samples per second per CPU (sampled)")
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();
+    cmd->add_flag("--every-command", a->every_command,
+                  "Take an entry and an end probe per command instead of one probe per "
+                  "statement at log_slow_statement: also the commands that never reach it "
+                  "(MariaDB: COM_INIT_DB, COM_PING, COM_STMT_CLOSE, COM_QUIT, ...), a MySQL "
+                  "binary-protocol prepare's text, an SQL EXECUTE's own text, and per-thread "
+                  "CPU and I/O counters; about one more trap per statement");
     cmd->add_option("--thread-id", a->thread_id,
                     "Only statements of this connection id (the server's THREAD_ID)");
     cmd->add_option("--db", a->db, "Only statements whose CURRENT_SCHEMA is this");

@@ -63,6 +63,11 @@ void add_fields(const server::ThdLayout &l, ServerReport &r) {
         field("prepared stmt text", l.ps_query_string);
         field("prepared stmt display", l.ps_display_query_string);
     }
+    field("THD start time", l.start_utime,
+          l.start_clock == server::ThdLayout::Clock::realtime ? " (wall clock us)"
+                                                              : " (monotonic us)");
+    field("THD lock time", l.lock_time, l.lock_is_duration ? " (duration)" : " (time after lock)");
+    field("THD command", l.command);
 }
 
 void add_modes(const server::ServerTarget *t, const server::ThdLayout &l, ServerReport &r) {
@@ -102,6 +107,12 @@ void add_modes(const server::ServerTarget *t, const server::ThdLayout &l, Server
         mode("  EXECUTE's text with its `?`", base && ps,
              ps ? "" : "needs THD last prepared and prepared stmt text: shown with its values");
     }
+    part("  LOCK_TIME",
+         {{"THD lock time", l.lock_time >= 0}, {"THD start time", l.start_utime >= 0}});
+    const std::string one = base ? server::one_probe_missing(*t) : "see the refusal above";
+    mode("one probe per statement (--stages off|sampled)", one.empty(),
+         one.empty() ? "at log_slow_statement, " + site_text(*t->statement_end_site)
+                     : one + ": entry and end probes instead");
     const bool proc_info = l.proc_info >= 0;
     mode("--stages sampled", base && proc_info, proc_info ? "" : "needs THD stage name");
     const bool exact = base && !t->stages.empty();

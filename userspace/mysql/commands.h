@@ -13,6 +13,7 @@ std::string command_name(uint32_t command);
 // performance_schema's instrument name: "statement/com/Query".
 std::string command_event_name(uint32_t command);
 
+inline constexpr uint32_t kComInitDb = 2;
 inline constexpr uint32_t kComQuery = 3;
 inline constexpr uint32_t kComStmtPrepare = 22;
 inline constexpr uint32_t kComStmtExecute = 23;

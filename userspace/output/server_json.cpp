@@ -109,6 +109,7 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
         j.field("TIMER_START", st.start_ns * 1000);  // picoseconds, as performance_schema
         j.field("TIMER_END", st.end_ns * 1000);
         j.field("TIMER_WAIT", (st.end_ns - st.start_ns) * 1000);
+        j.field("LOCK_TIME", st.lock_ns * 1000);
         j.key("SQL_TEXT");
         text ? j.value(st.text) : j.null();
         if (st.truncated()) {

@@ -72,8 +72,9 @@ const std::string &SlowlogRenderer::statement(const server::Statement &st,
     out += st.db;
     out += "  QC_hit: No\n# Query_time: ";
     append_fixed(out, st.end_ns - st.start_ns, 1'000'000'000, 6);
-    // Not captured yet: the BPF side does not read THD::utime_after_lock.
-    out += "  Lock_time: 0.000000  Rows_sent: ";
+    out += "  Lock_time: ";
+    append_fixed(out, st.lock_ns, 1'000'000'000, 6);
+    out += "  Rows_sent: ";
     append_uint(out, st.rows_sent);
     out += "  Rows_examined: ";
     append_uint(out, st.rows_examined);

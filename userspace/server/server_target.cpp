@@ -251,6 +251,23 @@ Result<ProfileSymbols> detect_profile(const elf::ElfFile &f, const std::string &
     return p;
 }
 
+std::string one_probe_missing(const ServerTarget &t) {
+    const ThdLayout &l = t.layout;
+    if (!t.statement_end_site) {
+        return "no log_slow_statement(THD*) whose entry the kernel emulates";
+    }
+    if (l.start_utime < 0) {
+        return "THD::start_utime not learnt";
+    }
+    if (l.command < 0) {
+        return "the THD's current command not learnt";
+    }
+    if (t.query_string_offset < 0) {
+        return "the THD's query text not learnt";
+    }
+    return "";
+}
+
 namespace {
 
 // analyse_server() up to the budget check.
@@ -327,6 +344,15 @@ Result<ServerTarget> analyse(const elf::ElfFile &f, const std::string &who) {
     const bool force_return = force != nullptr && std::string(force) == "return";
     if (force_return) {
         t.end_offset = 0;
+    }
+    if (!prof->end_statement.empty()) {
+        if (auto ls = f.find(prof->end_statement)) {
+            auto site = entry_probe_site(f, *ls);
+            if (site && (site->cost == elf::ProbeCost::emulated ||
+                         site->cost == elf::ProbeCost::optimized)) {
+                t.statement_end_site = *site;
+            }
+        }
     }
     if (t.end_offset == 0 && !force_return && !prof->end_statement.empty()) {
         t.end_sites = log_slow_statement_sites(f, *dispatch, prof->end_statement, prof->statement,

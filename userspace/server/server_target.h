@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include <sys/types.h>
@@ -58,6 +59,10 @@ struct ServerTarget {
     // multi-statement loop's call), so its text is cut where that one's begins.
     std::vector<bool> end_site_more;
     ThdLayout layout;
+    // The entry of log_slow_statement(THD*) (after any endbr64), where one
+    // probe describes a whole statement; nullopt: none, or one the kernel
+    // would single-step.
+    std::optional<elf::ProbeSite> statement_end_site;
     // Every stage site found (exact mode): those that name their stage, then
     // those whose stage is read from the THD when they fire.
     std::vector<StageSite> stages;
@@ -93,5 +98,9 @@ Result<ServerTarget> analyse_server(std::shared_ptr<const elf::ElfFile> file,
 // The server running as `pid`, its binary analysed within `limits`.
 Result<ServerTarget> resolve_server(
     pid_t pid, const elf::AnalysisLimits &limits = elf::default_analysis_limits());
+
+// Why statements cannot be traced with one probe each on this build ("":
+// they can): a missing log_slow_statement entry or THD field.
+std::string one_probe_missing(const ServerTarget &target);
 
 }  // namespace mysqltrace::server

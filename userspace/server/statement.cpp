@@ -84,6 +84,20 @@ size_t first_statement_end(std::string_view sql) {
     return sql.size();
 }
 
+bool cut_to_first_statement(std::string &text, uint32_t *text_len) {
+    const size_t end = first_statement_end(text);
+    if (end >= text.size()) {
+        return false;
+    }
+    size_t n = end;
+    while (n > 0 && std::isspace(static_cast<unsigned char>(text[n - 1]))) {
+        n--;
+    }
+    text.resize(n);
+    *text_len = static_cast<uint32_t>(n);
+    return true;
+}
+
 bool decode_statement(std::span<const uint8_t> record, Statement *out) {
     mt_server_statement_event ev;
     if (record.size() < sizeof(ev)) {
@@ -114,6 +128,7 @@ bool decode_statement(std::span<const uint8_t> record, Statement *out) {
     s.rows_sent = ev.rows_sent;
     s.rows_examined = ev.rows_examined;
     s.rows_affected = ev.rows_affected;
+    s.lock_ns = ev.lock_ns;
     s.begin = TaskCounters::from(ev.begin);
     s.end = TaskCounters::from(ev.end);
     s.stages_lost = ev.stages_lost;
@@ -139,7 +154,15 @@ bool decode_statement(std::span<const uint8_t> record, Statement *out) {
     take(s.message, ev.message_len);
     take(s.db, ev.db_len);
     take(s.text, ev.text_copied);
-    if (s.command == mysql::kComQuery && s.failed() && s.text.size() == s.text_len) {
+    if (s.command == mysql::kComInitDb && s.one_probe() && !s.failed()) {
+        // MySQL: the schema the command switched to, its argument.
+        s.text = s.db;
+        s.text_len = static_cast<uint32_t>(s.db.size());
+    } else if (s.command == mysql::kComQuery && s.one_probe()) {
+        // The THD's text may still run on to the query's end (MariaDB keeps
+        // the rest of a multi-statement query there): this statement's own.
+        cut_to_first_statement(s.text, &s.text_len);
+    } else if (s.command == mysql::kComQuery && s.failed() && s.text.size() == s.text_len) {
         // A failing statement ends a multi-statement query, and the server
         // gave it the rest of the query: keep its own text only.
         const size_t end = first_statement_end(s.text);

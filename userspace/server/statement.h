@@ -60,6 +60,7 @@ struct Statement {
     uint32_t text_len = 0;  // true length (text may be cut to --max-sql)
     bool text_cut = false;  // text is shorter than text_len (redaction may change its size)
     uint64_t rows_sent = 0, rows_examined = 0, rows_affected = 0;
+    uint64_t lock_ns = 0;  // the slow log's Lock_time (0: not known in this build)
     TaskCounters begin, end;
     std::vector<StageMark> stages;
     uint32_t stages_lost = 0;
@@ -68,11 +69,18 @@ struct Statement {
     uint32_t sample_period_us = 0;
 
     bool failed() const { return da_status == MT_DA_ERROR; }
+    // Described by the one probe at its end: no per-thread counters.
+    bool one_probe() const { return (flags & MT_STMT_ONEPASS) != 0; }
     bool truncated() const { return text_cut; }
 };
 
 // Decodes one ring record; false when it is not a well-formed statement.
 bool decode_statement(std::span<const uint8_t> record, Statement *out);
+
+// A statement of a multi-statement query whose text runs on to the end of
+// the query (the THD's text at log_slow_statement): cut to its own, without
+// the delimiter and the blanks before it. True when something was cut.
+bool cut_to_first_statement(std::string &text, uint32_t *text_len);
 
 // Where the first statement of `sql` ends: at a top-level `;` that another
 // statement follows (quotes and comments respected), else its size.

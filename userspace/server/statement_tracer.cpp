@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include <bpf/libbpf.h>
 
@@ -40,7 +42,10 @@ void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t qu
                                      {l.db, 16},
                                      {l.stmt_da, 8},
                                      {in_main_da(l.da_status), 4},
-                                     {in_main_da(l.da_affected_rows), 8}},
+                                     {in_main_da(l.da_affected_rows), 8},
+                                     {l.start_utime, 8},
+                                     {l.lock_time, 8},
+                                     {l.command, 4}},
                                     MT_THD_WINDOW_MAX, MT_THD_WINDOWS);
     for (size_t i = 0; i < thd.windows.size(); i++) {
         ro->thd_win_off[i] = thd.windows[i].offset;
@@ -53,6 +58,10 @@ void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t qu
     ro->at_query_string = thd.at[4];
     ro->at_db = thd.at[5];
     ro->at_stmt_da = thd.at[6];
+    ro->at_start_utime = thd.at[9];
+    ro->at_lock_time = thd.at[10];
+    ro->at_command = thd.at[11];
+    ro->lock_is_duration = l.lock_is_duration ? 1 : 0;
     // Only when every known field of the area has its place in the copies.
     const bool status_placed = l.da_status < 0 || thd.at[7] >= 0;
     const bool affected_placed = l.da_affected_rows < 0 || thd.at[8] >= 0;
@@ -87,7 +96,34 @@ uint64_t starting_stage_name(const ServerTarget &t, const char *stage = "stage_s
     return name;
 }
 
+// The wall clock minus the monotonic one, in microseconds.
+int64_t realtime_shift_us() {
+    timespec rt{}, mono{};
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    return (static_cast<int64_t>(rt.tv_sec) - mono.tv_sec) * 1'000'000 +
+           (static_cast<int64_t>(rt.tv_nsec) - mono.tv_nsec) / 1000;
+}
+
+// Copies a --db/--user name into a filter of the one-probe program; false
+// when it is too long to be decided there (userspace still filters).
+template <size_t N>
+bool set_filter_name(char (&dst)[N], __u32 *len, const std::string &name) {
+    if (name.empty() || name.size() > N - 1) {
+        return false;
+    }
+    std::memcpy(dst, name.data(), name.size());
+    *len = static_cast<__u32>(name.size());
+    return true;
+}
+
 }  // namespace
+
+void StatementTracer::refresh_clock() {
+    if (skel_ != nullptr && one_probe_ && wall_clock_start_) {
+        skel_->bss->start_shift_us = realtime_shift_us();
+    }
+}
 
 std::string stage_event_name(std::string_view name) {
     return "stage/sql/" + std::string(name);
@@ -162,6 +198,35 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
             ro->starting_site = static_cast<__u32>(i);
         }
     }
+    // One probe per statement, unless a mode needs to see statements begin
+    // (exact stages nest in them, waits and table I/O are credited to the
+    // statement running), or the build lacks what the probe reads.
+    const bool nesting = opts.stages == StageMode::exact || opts.stages == StageMode::traps ||
+                         opts.waits || opts.table_io;
+    const char *force = std::getenv("MYSQLTRACE_SERVER_PATH");
+    const std::string missing = one_probe_missing(target);
+    if (!opts.one_probe || (force != nullptr && std::string(force) == "multi")) {
+        t->path_note_ = "entry and end probes per statement (--every-command)";
+    } else if (nesting) {
+        t->path_note_ =
+            "entry and end probes per statement (exact stages, --waits and "
+            "--table-io need to see statements begin)";
+    } else if (!missing.empty()) {
+        t->path_note_ = "entry and end probes per statement (no one-probe path: " + missing + ")";
+    } else {
+        t->one_probe_ = true;
+        t->path_note_ = "one probe per statement (log_slow_statement)";
+    }
+    if (t->one_probe_) {
+        ro->onepass = 1;
+        ro->off_start_utime = l.start_utime;
+        ro->off_db = l.db;
+        set_filter_name(ro->filter_db, &ro->filter_db_len, opts.db);
+        if (l.security_ctx >= 0 && l.sctx_user >= 0) {
+            set_filter_name(ro->filter_user, &ro->filter_user_len, opts.user);
+        }
+        t->wall_clock_start_ = l.start_clock == ThdLayout::Clock::realtime;
+    }
     if (auto r = bpf::size_scratch_slots(t->skel_->obj); !r) {
         return r.error();
     }
@@ -174,6 +239,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     }
     t->skel_->bss->only_thread_id = opts.only_thread_id;
     t->skel_->bss->min_duration_ns = opts.min_duration_ns;
+    t->refresh_clock();
     StatementTracer *self = t.get();
     auto rings =
         bpf::RingSet::create(t->skel_->obj, opts.ring, [self](std::span<const uint8_t> rec) {
@@ -212,6 +278,14 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         }
         return bpf::Link(l);
     };
+    if (t->one_probe_) {
+        auto l = uprobe(progs->server_log_slow_statement, target.statement_end_site->offset, false,
+                        0, "log_slow_statement");
+        if (!l) {
+            return l.error();
+        }
+        t->links_.push_back(std::move(l).value());
+    }
     for (auto [prog, off, ret, what] : {
              std::tuple{mysql8 ? progs->server_dispatch_command_m8 : progs->server_dispatch_command,
                         target.dispatch_site.offset, false, "dispatch_command"},
@@ -219,6 +293,9 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
                         target.parse_site.offset, false,
                         mysql8 ? "dispatch_sql_command" : "mysql_parse"},
          }) {
+        if (t->one_probe_) {
+            break;
+        }
         auto l = uprobe(prog, off, ret, 0, what);
         if (!l) {
             return l.error();
@@ -237,6 +314,9 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     }
     if (ends.empty()) {
         ends.push_back({target.end_offset, target.end_is_return, 0});
+    }
+    if (t->one_probe_) {
+        ends.clear();
     }
     for (const auto &e : ends) {
         auto l =
@@ -377,6 +457,16 @@ void StatementTracer::emit(Statement &s) {
 }
 
 void StatementTracer::on_statement(Statement &s) {
+    if (s.one_probe()) {
+        if (last_end_.size() >= 65536 && !last_end_.contains(s.tid)) {
+            last_end_.clear();
+        }
+        uint64_t &last = last_end_[s.tid];
+        if (s.start_ns < last && last <= s.end_ns) {
+            s.start_ns = last;
+        }
+        last = s.end_ns;
+    }
     auto held = std::find_if(held_.begin(), held_.end(),
                              [&](const Statement &h) { return h.tid == s.tid; });
     if (held != held_.end()) {

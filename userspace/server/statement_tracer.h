@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 #include <sys/types.h>
 
@@ -49,6 +50,13 @@ struct StatementTracerOptions {
     // performance_schema shows it (where the build tells where it is), or
     // (false) the text with the values filled in, as the slow log prints it.
     bool prepared_text = true;
+    // Only statements of this schema / account user ("": all). Decided in
+    // the probe on the one-probe path (names up to MT_FILTER_NAME_MAX - 1
+    // bytes); the caller filters what comes too.
+    std::string db, user;
+    // One probe per statement (log_slow_statement) when the build has what
+    // it needs and no mode needs nesting (exact stages, waits, table I/O).
+    bool one_probe = true;
     bpf::RingOptions ring;
 };
 
@@ -69,6 +77,15 @@ class StatementTracer {
         return links_.size() + stage_probes_ + table_io_links_.size() * table_io_sites_;
     }
     size_t stage_probe_count() const { return stage_probes_; }
+    // Statements are traced with one probe each (log_slow_statement), not
+    // entry and end probes; path_note() says which path and, if not this
+    // one, why.
+    bool one_probe() const { return one_probe_; }
+    const std::string &path_note() const { return path_note_; }
+    // The one-probe path on a server whose start_utime is wall-clock time:
+    // re-reads the wall clock's offset from the monotonic one (call now and
+    // then: the wall clock can be stepped).
+    void refresh_clock();
     // Removes the exact stage probes; statements go on being traced.
     void detach_stages();
     // Hands over the statements still waiting for the next statement of
@@ -96,10 +113,17 @@ class StatementTracer {
     std::function<void(const Wait &)> wait_sink_;
     uint64_t undecodable_ = 0;
     bool show_secrets_ = false;
+    bool one_probe_ = false;
+    bool wall_clock_start_ = false;
+    std::string path_note_;
     Statement decoded_;  // reused: its strings and stage list keep their memory
     // Per server thread: a statement ended with MT_STMT_MORE, held until the
     // next one of its query shows where its text ends.
     std::vector<Statement> held_;
+    // One-probe path: the last end per server thread. A start read from the
+    // THD is in whole microseconds (and MySQL's on the wall clock, shifted):
+    // it is never put before the end of the thread's previous statement.
+    std::unordered_map<uint32_t, uint64_t> last_end_;
     void on_statement(Statement &s);
     void emit(Statement &s);  // redacts, then hands over
     Accounts accounts_;

@@ -2,6 +2,7 @@
 #include "server/thd_layout.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <span>
 #include <string>
@@ -576,6 +577,125 @@ void set_prepared_text_fields(const elf::ElfFile &file, ThdLayout &l) {
     }
 }
 
+// `add %reg, X(arg0)` with %reg = arg 1 (MariaDB's thd_storage_lock_wait:
+// thd->utime_after_lock += value): X, or -1.
+int64_t added_in_place(const elf::ElfFile &file, std::string_view fn) {
+    int64_t found = -1;
+    walk(file, fn, [&](const cs_insn &insn, const RegisterState &regs) {
+        const cs_x86 &x = insn.detail->x86;
+        const cs_x86_op *op = x.operands;
+        int64_t off = -1;
+        if (insn.id == X86_INS_ADD && x.op_count == 2 && op[0].type == X86_OP_MEM &&
+            op[1].type == X86_OP_REG && op[1].size == 8 && is_argument(regs.get(op[1].reg), 1) &&
+            regs.address_of(insn, op[0].mem).is_arg(0, &off)) {
+            found = off;
+        }
+        return found >= 0 || insn.id == X86_INS_RET;
+    });
+    return found;
+}
+
+// The first `sub %src, %dst` of `fn` where %dst was loaded from field
+// `minuend` of an object and %src from another field of the same object
+// (same base register): that field's offset, or -1. MariaDB's
+// LOGGER::slow_log_print(THD*, ...) computes the slow log's Lock_time as
+// thd->utime_after_lock - thd->start_utime. The base register is matched
+// as loaded, not as an argument: the function's early return pops it before
+// the code that follows in address order.
+int64_t subtracted_field(const elf::ElfFile &file, std::string_view fn, int64_t minuend) {
+    struct Load {
+        int base = -1;
+        int64_t disp = 0;
+    };
+    std::array<Load, 16> loaded{};
+    int64_t found = -1;
+    walk(file, fn, [&](const cs_insn &insn, const RegisterState &) {
+        const cs_x86 &x = insn.detail->x86;
+        const cs_x86_op *op = x.operands;
+        const int dst = x.op_count >= 1 && op[0].type == X86_OP_REG ? reg_slot(op[0].reg) : -1;
+        if (insn.id == X86_INS_SUB && x.op_count == 2 && dst >= 0 && op[1].type == X86_OP_REG &&
+            op[0].size == 8) {
+            const int src = reg_slot(op[1].reg);
+            const Load a = loaded[dst], b = src >= 0 ? loaded[src] : Load{};
+            if (a.base >= 0 && a.disp == minuend && b.base == a.base && b.disp != minuend) {
+                found = b.disp;
+                return true;
+            }
+        }
+        if (dst < 0) {
+            return false;
+        }
+        loaded[dst] = {};
+        if (insn.id == X86_INS_MOV && x.op_count == 2 && op[0].size == 8 &&
+            op[1].type == X86_OP_MEM && op[1].mem.index == X86_REG_INVALID &&
+            op[1].mem.segment == X86_REG_INVALID && reg_slot(op[1].mem.base) >= 0) {
+            loaded[dst] = {reg_slot(op[1].mem.base), op[1].mem.disp};
+        }
+        return false;
+    });
+    return found;
+}
+
+// `add X(arg0), %reg`: the first THD field MySQL's
+// THD::update_slow_query_status() adds to another (start_utime +
+// long_query_time, compared with the wall clock's microseconds), or -1.
+int64_t added_field(const elf::ElfFile &file, std::string_view fn) {
+    int64_t found = -1;
+    walk(file, fn, [&](const cs_insn &insn, const RegisterState &regs) {
+        const cs_x86 &x = insn.detail->x86;
+        const cs_x86_op *op = x.operands;
+        int64_t off = -1;
+        if (insn.id == X86_INS_ADD && x.op_count == 2 && op[0].type == X86_OP_REG &&
+            op[0].size == 8 && op[1].type == X86_OP_MEM &&
+            regs.address_of(insn, op[1].mem).is_arg(0, &off) && off > 0) {
+            SymValue dst = regs.get(op[0].reg);
+            if (dst.is_load(0, 1)) {
+                found = off;
+            }
+        }
+        return found >= 0;
+    });
+    return found;
+}
+
+// Where a statement's start, lock time and command are (one-probe
+// statements): see ThdLayout. MariaDB: thd_current_command(),
+// thd_storage_lock_wait() (utime_after_lock) and LOGGER::slow_log_print()
+// (start_utime, subtracted from it; microsecond_interval_timer(): the
+// monotonic clock). MySQL: THD::set_command(), THD::inc_lock_usec()
+// (m_lock_usec, a duration) and THD::update_slow_query_status()
+// (start_utime, from my_micro_time(): the wall clock).
+void set_statement_clock_fields(const elf::ElfFile &file, bool mysql8, ThdLayout &l) {
+    if (auto v = returned(file, "thd_current_command"); v && v->is_load(0, 1)) {
+        l.command = v->loads[0];
+    } else {
+        l.command = first_store(file, "_ZN3THD11set_commandE19enum_server_command",
+                                [](const SymValue &v) { return is_argument(v, 1); });
+    }
+    if (const int64_t usec = accumulated_field(file, "_ZN3THD13inc_lock_usecEy"); usec >= 0) {
+        const int64_t start = added_field(file, "_ZN3THD24update_slow_query_statusEv");
+        if (start >= 0 && start != usec) {
+            l.lock_time = usec;
+            l.lock_is_duration = true;
+            l.start_utime = start;
+            l.start_clock = ThdLayout::Clock::realtime;
+        }
+        return;
+    }
+    (void)mysql8;
+    const int64_t after_lock = added_in_place(file, "thd_storage_lock_wait");
+    if (after_lock < 0) {
+        return;
+    }
+    const int64_t start =
+        subtracted_field(file, "_ZN6LOGGER14slow_log_printEP3THDPKcmy", after_lock);
+    if (start >= 0) {
+        l.lock_time = after_lock;
+        l.start_utime = start;
+        l.start_clock = ThdLayout::Clock::monotonic;
+    }
+}
+
 }  // namespace
 
 Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
@@ -694,6 +814,7 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
     }
     l.last_prepared = last_prepared_statement(file);
     set_prepared_text_fields(file, l);
+    set_statement_clock_fields(file, mysql8, l);
     return l;
 }
 

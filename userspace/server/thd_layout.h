@@ -65,6 +65,19 @@ struct ThdLayout {  // -1 = not found
     // Prepared_statement::get_display_query_string.
     int64_t ps_query_string = -1;
     int64_t ps_display_query_string = -1;
+
+    // One-probe statements (log_slow_statement, bpf/server_onepass.bpf.h).
+    // THD::start_utime: when the statement began, in microseconds of the
+    // clock `start_clock` names.
+    int64_t start_utime = -1;
+    enum class Clock : uint8_t { monotonic, realtime };
+    Clock start_clock = Clock::monotonic;
+    // The slow log's Lock_time: MariaDB's THD::utime_after_lock (a time on
+    // start_utime's clock: lock time = it - start_utime), MySQL's
+    // THD::m_lock_usec (already a duration: lock_is_duration).
+    int64_t lock_time = -1;
+    bool lock_is_duration = false;
+    int64_t command = -1;  // enum_server_command (4 bytes): the command running
 };
 
 // Errors only when thread_id cannot be found; any other field whose code

@@ -89,6 +89,8 @@ struct mt_task_counters {
 // Largest error message and schema name copied.
 #define MT_MAX_MESSAGE 512
 #define MT_MAX_DB 256
+// Longest schema or user name the server probe filters on (--db, --user).
+#define MT_FILTER_NAME_MAX 64
 
 // One exact stage transition: the thread passed stage site `site`.
 struct mt_stage_mark {
@@ -119,6 +121,10 @@ enum mt_statement_flags {
     // THD's text still runs on to the query's end: userspace cuts it where
     // the next statement's text begins.
     MT_STMT_MORE = 32,
+    // Described at its end by the one probe on log_slow_statement: no
+    // entry was seen, so begin (per-thread counters) is not known; the
+    // start is the THD's start_utime and the text the THD's.
+    MT_STMT_ONEPASS = 64,
 };
 
 struct mt_server_statement_event {
@@ -130,6 +136,7 @@ struct mt_server_statement_event {
     __u64 rows_sent;
     __u64 rows_examined;
     __u64 rows_affected;  // when the statement ended with OK
+    __u64 lock_ns;        // the slow log's Lock_time (0: not known in this build)
     __u32 command;        // enum_server_command
     __u32 _pad1;
     __u32 error;        // MYSQL_ERRNO when da_status is an error
@@ -254,8 +261,9 @@ enum mt_da_status {
 // windows (server/read_plan.h) into a gather area: this many of at most this
 // many bytes for the THD, and one of at most MT_DA_WINDOW_MAX bytes for its
 // Diagnostics_area after them (MySQL's status and affected rows are 0x214
-// bytes apart: one copy costs the same up to about a KiB).
-#define MT_THD_WINDOWS 4
+// bytes apart: one copy costs the same up to about a KiB). MySQL 9.7's THD
+// fields, with the start, lock time and command, span five windows.
+#define MT_THD_WINDOWS 5
 #define MT_THD_WINDOW_MAX 1024
 #define MT_DA_WINDOW_MAX 1024
 #define MT_GATHER_BYTES (MT_THD_WINDOWS * MT_THD_WINDOW_MAX + MT_DA_WINDOW_MAX)

@@ -175,6 +175,7 @@ echo "build-deb: building mysqltrace $version in $src${suite:+ in a $suite chroo
 if [[ -n $suite ]]; then
   # The work directory at its own path, so the build's paths are the same
   # as a build here would have.
+  # shellcheck disable=SC2016 # expanded by the inner sh
   "$root/packaging/deb-chroot.sh" run build "$suite" --bind "$work" \
     --env SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" --env DEB_BUILD_OPTIONS="$DEB_BUILD_OPTIONS" \
     -- /bin/sh -ec 'cd "$1" && dpkg-buildpackage -us -uc -b' build "$src"

@@ -29,8 +29,8 @@
 # Build-Depends, from that suite), so the package links that suite's
 # libraries and depends on them, and its version says which release it is
 # for: a changelog entry VERSION~deb12u1 (bookworm) or VERSION~deb13u1
-# (trixie) goes on top of the exported changelog, dated like the entry below
-# it. Needs root (chroot, mounts). Without --suite the build runs here.
+# (trixie) goes on top of the exported changelog, dated one second after the
+# entry below it. Needs root (chroot, mounts). Without --suite the build runs here.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -149,7 +149,10 @@ else
 fi
 if [[ -n $suite ]]; then
   # Debian's style for a rebuild of one version for a stable release: sorts
-  # before VERSION itself, and a later ~deb13u1 before ~deb13u2.
+  # before VERSION itself, and a later ~deb13u1 before ~deb13u2. One second
+  # after the entry below it (lintian: latest-changelog-entry-without-new-date);
+  # SOURCE_DATE_EPOCH is the newest entry's date, as dpkg would take it.
+  SOURCE_DATE_EPOCH=$((SOURCE_DATE_EPOCH + 1))
   entry=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Maintainer)
   version=$version~deb${suite_number}u1
   {

@@ -87,8 +87,10 @@ cmd_run() {
     shift 2
     dir=$(ensure "$kind" "$suite")
     scratch=$(mktemp -d /var/tmp/mysqltrace-chroot-XXXXXX)
+    # (The overlay is unmounted with its namespace; only the files stay.)
+    trap 'rm -rf --one-file-system -- "$scratch"' EXIT
+    trap 'exit 130' INT TERM
     chroot_overlay_run "$dir" "$scratch" "$@" || rc=$?
-    rm -rf --one-file-system -- "$scratch"
     return "$rc"
 }
 

@@ -4,7 +4,7 @@
 # Tests the Debian package end to end, as root on Debian 12:
 #
 #   packaging/test-deb.sh [--once | --use DIR] [--keep]
-#   packaging/test-deb.sh --suite SUITE [--suite SUITE]... [--once] [--keep]
+#   packaging/test-deb.sh --suite SUITE [--suite SUITE]... [--once | --use DIR] [--keep]
 #
 # 1. Exports the tree once and builds the package from it twice, in two
 #    directories: the builds must be identical (diffoscope, or file lists and
@@ -32,7 +32,8 @@
 # sources.list line and key installed as README.md says, then plain
 # `apt-get install mysqltrace`, which must bring the suite's ~debNNu1
 # version, and the same checks, traces (that suite's own mariadbd and
-# mariadb) and purge as here. That inner run is this script with
+# mariadb) and purge as here. --use DIR takes each suite's packages from
+# DIR/SUITE (build-deb.sh --suite SUITE --out DIR/SUITE). That inner run is this script with
 # --from-repo URI KEYRING (not for use on a machine of one's own).
 #
 # It needs root. Without, it skips, unless MYSQLTRACE_REQUIRE_PRIV=1, when it
@@ -202,26 +203,33 @@ check_lintian() {
 # ---- --suite: build, lintian and the APT repository here, the rest in chroots ----
 if [[ ${#suites[@]} -gt 0 ]]; then
   chroots=$root/packaging/deb-chroot.sh
-  export_dir=$("$build" --export-only "$work/export")
-  step_done "export"
+  if [[ -z $use ]]; then
+    export_dir=$("$build" --export-only "$work/export")
+    step_done "export"
+  fi
   repo_args=()
   for s in "${suites[@]}"; do
     "$chroots" path build "$s" >/dev/null
     "$chroots" path test "$s" >/dev/null
     step_done "chroots-$s"
-    build_twice "$work/$s" --suite "$s"
-    if [[ $once = 0 ]]; then
-      compare_builds "$work/$s"
-      step_done "compare-$s"
+    built=$work/$s-one
+    if [[ -n $use ]]; then
+      built=$(cd "$use/$s" && pwd -P)
+    else
+      build_twice "$work/$s" --suite "$s"
+      if [[ $once = 0 ]]; then
+        compare_builds "$work/$s"
+        step_done "compare-$s"
+      fi
     fi
-    changes=$(echo "$work/$s-one"/mysqltrace_*_"$arch".changes)
-    [[ -f $changes ]] || fail "no .changes in $work/$s-one"
+    changes=$(echo "$built"/mysqltrace_*_"$arch".changes)
+    [[ -f $changes ]] || fail "no .changes in $built"
     log "lintian $(basename "$changes") (in a $s chroot)"
-    "$chroots" run build "$s" --ro-bind "$work/$s-one" -- \
+    "$chroots" run build "$s" --ro-bind "$built" -- \
       lintian --display-info --tag-display-limit 0 "$changes" >"$work/lintian-$s.out" 2>&1 || true
     check_lintian "$work/lintian-$s.out"
     step_done "lintian-$s"
-    repo_args+=("$s=$work/$s-one")
+    repo_args+=("$s=$built")
   done
   log "an APT repository of ${suites[*]}"
   "$root/packaging/apt-repo.sh" --out "$work/repo" "${repo_args[@]}" >"$work/repo.log" 2>&1 ||

@@ -53,12 +53,14 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 tmp=$(mktemp -d -t mysqltrace-apt-repo-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 if [[ -z $gnupghome ]]; then
     gnupghome=$tmp/gnupg
 fi
 mkdir -p "$gnupghome"
 chmod 700 "$gnupghome"
+gnupghome=$(cd "$gnupghome" && pwd)
+# gpg starts an agent for the home; it would outlive this script.
+trap 'gpgconf --homedir "$gnupghome" --kill gpg-agent 2>/dev/null || true; rm -rf "$tmp"' EXIT
 gpg_() {
     gpg --homedir "$gnupghome" --batch --quiet "$@"
 }

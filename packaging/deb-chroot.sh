@@ -83,9 +83,10 @@ ensure() {
 
 cmd_run() {
     [[ $# -ge 4 ]] || usage
-    local kind=$1 suite=$2 dir scratch rc=0
+    local kind=$1 suite=$2 dir rc=0
     shift 2
     dir=$(ensure "$kind" "$suite")
+    # (Global: the EXIT trap runs after this function has returned.)
     scratch=$(mktemp -d /var/tmp/mysqltrace-chroot-XXXXXX)
     # (The overlay is unmounted with its namespace; only the files stay.)
     trap 'rm -rf --one-file-system -- "$scratch"' EXIT

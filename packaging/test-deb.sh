@@ -208,10 +208,17 @@ if [[ ${#suites[@]} -gt 0 ]]; then
     step_done "export"
   fi
   repo_args=()
+  # Making a chroot mostly waits for the mirror and the disk, a build for
+  # the CPUs: the other chroots are made meanwhile, one at a time (a
+  # build that needs one first waits on its lock).
+  (
+    for s in "${suites[@]:1}"; do "$chroots" path build "$s"; done
+    for s in "${suites[@]}"; do "$chroots" path test "$s"; done
+  ) >"$work/chroots.log" 2>&1 &
+  bg=$!
   for s in "${suites[@]}"; do
     "$chroots" path build "$s" >/dev/null
-    "$chroots" path test "$s" >/dev/null
-    step_done "chroots-$s"
+    step_done "build-chroot-$s"
     built=$work/$s-one
     if [[ -n $use ]]; then
       built=$(cd "$use/$s" && pwd -P)
@@ -237,6 +244,9 @@ if [[ ${#suites[@]} -gt 0 ]]; then
   # apt's unprivileged _apt user reads a file: repository.
   chmod 755 "$work"
   step_done "repository"
+  wait "$bg" || fail "making the test chroots failed: $(tail -n 20 "$work/chroots.log")"
+  bg=""
+  step_done "test-chroots"
   for s in "${suites[@]}"; do
     log "$s: apt-get install mysqltrace from the repository in a clean chroot, trace, purge"
     "$chroots" run test "$s" --ro-bind "$root" --ro-bind "$work/repo" \

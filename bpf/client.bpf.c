@@ -244,6 +244,10 @@ static __always_inline __u64 copy_iov(__u8 *data, const struct iovec *iov, __u64
 {
     __u64 copied = 0;
 
+    // Unrolled: clang 19's loop (Debian 13) has states the verifier cannot
+    // prune, and client_sys_exit fails to load ("BPF program is too large.
+    // Processed 1000001 insn"); clang 14's loop (Debian 12) loads.
+#pragma unroll
     for (int i = 0; i < MT_MAX_IOV; i++) {
         struct iovec v;
         __u64 take;

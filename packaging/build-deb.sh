@@ -3,9 +3,9 @@
 #
 # Builds the Debian package from a clean export of the source tree.
 #
-#   packaging/build-deb.sh [--out DIR] [--work DIR] [--copy] [--keep]
+#   packaging/build-deb.sh [--suite SUITE] [--out DIR] [--work DIR] [--copy] [--keep]
 #   packaging/build-deb.sh --export-only DIR [--copy]
-#   packaging/build-deb.sh --from EXPORT [--out DIR] [--work DIR] [--keep]
+#   packaging/build-deb.sh --from EXPORT [--suite SUITE] [--out DIR] [--work DIR] [--keep]
 #
 # Exports the tree's files (git ls-files in a git checkout: the tracked files
 # plus new ones that are not ignored; else, or with --copy or
@@ -23,6 +23,14 @@
 # SOURCE_DATE_EPOCH, so that two builds of one tree are identical.
 # DEB_BUILD_OPTIONS is honoured (parallel=N defaults to all CPUs; nocheck,
 # noopt, nostrip as debhelper reads them).
+#
+# --suite bookworm|trixie builds for that Debian release (12, 13) in a clean
+# chroot of it (packaging/deb-chroot.sh: its buildd set and the
+# Build-Depends, from that suite), so the package links that suite's
+# libraries and depends on them, and its version says which release it is
+# for: a changelog entry VERSION~deb12u1 (bookworm) or VERSION~deb13u1
+# (trixie) goes on top of the exported changelog, dated one second after the
+# entry below it. Needs root (chroot, mounts). Without --suite the build runs here.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,6 +40,7 @@ keep=0
 export_only=
 from=
 export_how=${MYSQLTRACE_DEB_EXPORT:-git}
+suite=
 while [[ $# -gt 0 ]]; do
   case $1 in
   --out) out=$2; shift ;;
@@ -40,6 +49,7 @@ while [[ $# -gt 0 ]]; do
   --copy) export_how=copy ;;
   --export-only) export_only=$2; shift ;;
   --from) from=$2; shift ;;
+  --suite) suite=$2; shift ;;
   -h | --help) sed -n '4,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "build-deb: unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -51,7 +61,16 @@ die() {
   exit 1
 }
 
-for tool in dpkg-buildpackage dpkg-parsechangelog fakeroot; do
+tools=(dpkg-parsechangelog)
+if [[ -n $suite ]]; then
+  suite_number=$("$root/packaging/deb-chroot.sh" suites | awk -v s="$suite" '$1 == s { print $2 }')
+  [[ -n $suite_number ]] || die "unknown suite '$suite' (bookworm or trixie)"
+  [[ $(id -u) -eq 0 ]] || die "--suite builds in a chroot: run as root"
+  tools+=(mmdebstrap unshare)
+else
+  tools+=(dpkg-buildpackage fakeroot)
+fi
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || die "$tool is missing (scripts/install-deps.sh installs it)"
 done
 
@@ -128,6 +147,25 @@ if [[ -n $from ]]; then
 else
   export_tree "$src"
 fi
+if [[ -n $suite ]]; then
+  # Debian's style for a rebuild of one version for a stable release: sorts
+  # before VERSION itself, and a later ~deb13u1 before ~deb13u2. One second
+  # after the entry below it (lintian: latest-changelog-entry-without-new-date);
+  # SOURCE_DATE_EPOCH is the newest entry's date, as dpkg would take it.
+  SOURCE_DATE_EPOCH=$((SOURCE_DATE_EPOCH + 1))
+  entry=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Maintainer)
+  version=$version~deb${suite_number}u1
+  {
+    echo "mysqltrace ($version) $suite; urgency=medium"
+    echo
+    echo "  * Built for Debian $suite_number ($suite) with its libraries."
+    echo
+    echo " -- $entry  $(date -u -R -d "@$SOURCE_DATE_EPOCH")"
+    echo
+    cat "$src/debian/changelog"
+  } >"$src/debian/changelog.new"
+  mv "$src/debian/changelog.new" "$src/debian/changelog"
+fi
 # Checkout times differ from clone to clone; nothing built should see them.
 find "$src" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
@@ -135,9 +173,18 @@ if [[ " ${DEB_BUILD_OPTIONS:-} " != *" parallel="* ]]; then
   DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:+$DEB_BUILD_OPTIONS }parallel=$(nproc)"
 fi
 export DEB_BUILD_OPTIONS
-echo "build-deb: building mysqltrace $version in $src (DEB_BUILD_OPTIONS=$DEB_BUILD_OPTIONS," \
-  "SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH)"
-(cd "$src" && dpkg-buildpackage -us -uc -b)
+echo "build-deb: building mysqltrace $version in $src${suite:+ in a $suite chroot}" \
+  "(DEB_BUILD_OPTIONS=$DEB_BUILD_OPTIONS, SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH)"
+if [[ -n $suite ]]; then
+  # The work directory at its own path, so the build's paths are the same
+  # as a build here would have.
+  # shellcheck disable=SC2016 # expanded by the inner sh
+  "$root/packaging/deb-chroot.sh" run build "$suite" --bind "$work" \
+    --env SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" --env DEB_BUILD_OPTIONS="$DEB_BUILD_OPTIONS" \
+    -- /bin/sh -ec 'cd "$1" && dpkg-buildpackage -us -uc -b' build "$src"
+else
+  (cd "$src" && dpkg-buildpackage -us -uc -b)
+fi
 
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 changes=$work/mysqltrace_${version}_${arch}.changes

@@ -21,8 +21,9 @@ packages=(
   # benchmarks
   sysbench
   # packaging: build (packaging/debian/control's Build-Depends are above),
-  # check and test the .deb (packaging/test-deb.sh)
-  debhelper dpkg-dev lintian fakeroot diffoscope-minimal man-db systemd
+  # check and test the .deb (packaging/test-deb.sh), the APT repository of
+  # the bookworm and trixie packages (packaging/apt-repo.sh)
+  debhelper dpkg-dev lintian fakeroot diffoscope-minimal man-db systemd apt-utils gpg
 )
 
 if [ "$(id -u)" -ne 0 ]; then

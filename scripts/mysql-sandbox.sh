@@ -42,6 +42,8 @@ SANDBOX_PID_FILE=mysqld.pid
 SANDBOX_PORT_TAKEN='Do you already have another mysqld server running on port'
 # shellcheck source=scripts/sandbox-lib.sh
 source "${SELF%/*}/sandbox-lib.sh"
+# shellcheck source=scripts/chroot-lib.sh
+source "${SELF%/*}/chroot-lib.sh"
 # Everything the chroot holds besides sid's essentials: the server, Oracle's
 # CLI and client library (headers too, for programs built against it), and CA
 # certificates for TLS tests. Changing the list rebuilds the cached chroot.
@@ -49,7 +51,6 @@ readonly CHROOT_PACKAGES=(mysql-server-core mysql-client libmysqlclient-dev ca-c
 # Bump when the chroot's preparation below changes, to rebuild caches.
 readonly CHROOT_FORMAT=1
 MYSQL_CHROOT=${MYSQL_CHROOT:-/var/cache/mysqltrace/mysql-sid}
-CHROOT_TIMEOUT=${MT_CHROOT_TIMEOUT:-900}
 
 # MariaDB's list plus MySQL's events_statements_cpu.
 PFS_CONSUMERS=(
@@ -65,92 +66,11 @@ usage() {
     exit 2
 }
 
-# The first Debian (not security) URI of apt's own sources: the machine's
-# mirror, perhaps a frozen snapshot, is the one known to be reachable.
-debian_mirror() {
-    if [[ -n ${MYSQL_MIRROR:-} ]]; then
-        echo "$MYSQL_MIRROR"
-        return
-    fi
-    local uri
-    uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-        awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }')
-    if [[ -z $uri ]]; then
-        uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-            awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { if ($i !~ /security/) { print $i; exit } break } }')
-    fi
-    [[ -n $uri ]] || die "no Debian mirror in /etc/apt/sources.list{,.d}; set MYSQL_MIRROR"
-    echo "$uri"
-}
-
-chroot_stamp() {
-    echo "format $CHROOT_FORMAT; packages ${CHROOT_PACKAGES[*]}"
-}
-
-chroot_ready() {
-    [[ -r $MYSQL_CHROOT/.mysqltrace-chroot && -x $MYSQL_CHROOT/usr/sbin/mysqld &&
-        $(<"$MYSQL_CHROOT/.mysqltrace-chroot") == "$(chroot_stamp)" ]]
-}
-
-chroot_in_use() {  # dir
-    local r
-    for r in /proc/[0-9]*/root; do
-        [[ $(readlink "$r" 2>/dev/null) == "$1"/* ]] && return 0
-    done
-    return 1
-}
-
-# Builds the chroot once: into a temporary directory next to it, published
-# by rename, under a lock so parallel callers wait for one build.
+# Builds the chroot once (scripts/chroot-lib.sh: cached, under a lock, published
+# by rename; an older stamp is rebuilt).
 ensure_chroot() {
-    chroot_ready && return 0
-    [[ $(id -u) -eq 0 ]] || die "building the MySQL chroot needs root"
-    command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (scripts/install-deps.sh installs it)"
-    local parent
-    parent=$(dirname "$MYSQL_CHROOT")
-    mkdir -p "$parent"
-    local lock_fd
-    exec {lock_fd}>"$MYSQL_CHROOT.lock"
-    flock -w "$CHROOT_TIMEOUT" "$lock_fd" ||
-        die "another build of $MYSQL_CHROOT held its lock for ${CHROOT_TIMEOUT}s"
-    if chroot_ready; then
-        exec {lock_fd}>&-
-        return 0
-    fi
-    local mirror tmp started=$SECONDS
-    mirror=$(debian_mirror)
-    tmp=$(mktemp -d "$MYSQL_CHROOT.build.XXXXXX")
-    echo "mysql-sandbox: building $MYSQL_CHROOT (sid: ${CHROOT_PACKAGES[*]}) from $mirror" >&2
-    local packages
-    packages=$(
-        IFS=,
-        echo "${CHROOT_PACKAGES[*]}"
-    )
-    # The mirror may be a frozen snapshot whose Release files have expired.
-    if ! mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
-        --include="$packages" sid "$tmp" "$mirror" >"$tmp.log" 2>&1; then
-        tail -n 30 "$tmp.log" >&2
-        rm -rf --one-file-system -- "$tmp"
-        die "mmdebstrap failed (log: $tmp.log)"
-    fi
-    # mysqld resolves 127.0.0.1/localhost through the chroot's files.
-    cp /etc/hosts "$tmp/etc/hosts"
-    chroot_stamp >"$tmp/.mysqltrace-chroot"
-    local old
-    if [[ -e $MYSQL_CHROOT ]]; then
-        # An older format or package list. Servers may still run in it: it
-        # goes aside, and only once no process has its root there is it
-        # removed (--one-file-system, in case something is mounted in it).
-        old=$(mktemp -d "$MYSQL_CHROOT.old.XXXXXX")
-        mv -T "$MYSQL_CHROOT" "$old/chroot"
-    fi
-    mv -T "$tmp" "$MYSQL_CHROOT"
-    for old in "$MYSQL_CHROOT".old.*; do
-        [[ -d $old ]] && ! chroot_in_use "$old" && rm -rf --one-file-system -- "$old"
-    done
-    rm -f "$tmp.log"
-    echo "mysql-sandbox: built $MYSQL_CHROOT in $((SECONDS - started)) s" >&2
-    exec {lock_fd}>&-
+    chroot_ensure "$MYSQL_CHROOT" sid apt "format $CHROOT_FORMAT; packages ${CHROOT_PACKAGES[*]}" \
+        "${CHROOT_PACKAGES[@]}"
 }
 
 # Where DIR's mount point goes, without a directory per sandbox in the

@@ -351,4 +351,18 @@ TEST_F(ServerJsonTest, ErrorSummary) {
     EXPECT_NE(rows.find("  Table 'x.other' doesn't exist\n"), std::string::npos);
 }
 
+// The one-probe path never sees a statement's start on its thread: its
+// resource counters are unknown (null), never a measured-looking 0.
+TEST_F(ServerJsonTest, OneProbeStatementsHaveNoCounters) {
+    auto st = statement("select 1");
+    st.flags |= MT_STMT_ONEPASS;
+    const std::string line = both(st);
+    EXPECT_NE(line.find("\"CPU_TIME\":null,\"CPU_user\":null,\"CPU_system\":null,"
+                        "\"Context_voluntary\":null,\"Context_involuntary\":null,"
+                        "\"Page_faults_major\":null,\"Page_faults_minor\":null,"
+                        "\"Block_ops_in\":null,\"Block_ops_out\":null}"),
+              std::string::npos)
+        << line;
+}
+
 }  // namespace

@@ -129,8 +129,18 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
         j.field("ROWS_EXAMINED", st.rows_examined);
         j.field("command", mysql::command_name(st.command));
         j.field("query_id", st.query_id);
-        j.field("CPU_TIME", used.cpu_ns * 1000);
-        put_counters(j, used);
+        if (st.one_probe()) {
+            // Counters need the statement's start on its thread: not seen
+            // on the one-probe path, so unknown rather than 0.
+            for (const char *k :
+                 {"CPU_TIME", "CPU_user", "CPU_system", "Context_voluntary", "Context_involuntary",
+                  "Page_faults_major", "Page_faults_minor", "Block_ops_in", "Block_ops_out"}) {
+                j.null_field(k);
+            }
+        } else {
+            j.field("CPU_TIME", used.cpu_ns * 1000);
+            put_counters(j, used);
+        }
         if (!(st.flags & MT_STMT_ENDED) && !(st.flags & MT_STMT_SPLIT)) {
             j.field("end", "not seen");  // the thread began another command first
         }

@@ -406,6 +406,23 @@ static __always_inline void prepared_text(void *thd, __u64 *src, __u64 *n) {
     }
 }
 
+// Copies the statement's text, `n` bytes at `src` (up to --max-sql), into
+// ev->data from `off` on; returns the new end.
+static __always_inline __u64 copy_text(struct mt_server_statement_event *ev, __u64 src, __u64 n,
+                                       __u64 off) {
+    if (n > max_sql)
+        n = max_sql;
+    if (n > MT_MAX_SQL)
+        n = MT_MAX_SQL;
+    barrier_var(n);
+    if (src && n && off <= MARKS_MAX + MT_MAX_MESSAGE + MT_MAX_DB &&
+        bpf_probe_read_user(ev->data + off, n, (void *)src) == 0) {
+        ev->text_copied = n;
+        off += n;
+    }
+    return off;
+}
+
 // Fills the statement's identity, outcome, rows, lock time, message and
 // CURRENT_SCHEMA from the THD (its windows already copied into g); the
 // message and schema go to ev->data from `off` on. Returns the new end.
@@ -562,16 +579,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
         ev->text_addr = src;
         ev->text_len = n;
     }
-    if (n > max_sql)
-        n = max_sql;
-    if (n > MT_MAX_SQL)
-        n = MT_MAX_SQL;
-    barrier_var(n);
-    if (src && n && off <= MARKS_MAX + MT_MAX_MESSAGE + MT_MAX_DB &&
-        bpf_probe_read_user(ev->data + off, n, (void *)src) == 0) {
-        ev->text_copied = n;
-        off += n;
-    }
+    off = copy_text(ev, src, n, off);
 send:
     mt_fill_header_at(&ev->hdr, MT_EV_SERVER_STATEMENT, sizeof(*ev) + off, now);
     mt_output(ev, sizeof(*ev) + off);

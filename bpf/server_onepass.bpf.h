@@ -210,16 +210,7 @@ int BPF_KPROBE(server_log_slow_statement, void *thd) {
         prepared_text(thd, &src, &n);
     ev->text_addr = src;
     ev->text_len = n;
-    if (n > max_sql)
-        n = max_sql;
-    if (n > MT_MAX_SQL)
-        n = MT_MAX_SQL;
-    barrier_var(n);
-    if (src && n && off <= MARKS_MAX + MT_MAX_MESSAGE + MT_MAX_DB &&
-        bpf_probe_read_user(ev->data + off, n, (void *)src) == 0) {
-        ev->text_copied = n;
-        off += n;
-    }
+    off = copy_text(ev, src, n, off);
 send:
     mt_fill_header_at(&ev->hdr, MT_EV_SERVER_STATEMENT, sizeof(*ev) + off, now);
     mt_output(ev, sizeof(*ev) + off);

@@ -178,7 +178,8 @@ struct thread_state {
     __u64 sc_object;
     __u64 sc_value;
     __u64 sc_caller;
-    __u64 account_id;  // the connection whose account was sent last (0: none)
+    __u64 account_id;   // the connection whose account was sent last (0: none)
+    __u64 account_key;  // and its user name's address, length and first bytes
     // The handler row operation in progress (--table-io): the outermost one
     // of a thread, as a partitioned table's handler calls its partitions'.
     __u64 tio_start;
@@ -625,21 +626,43 @@ static __always_inline __u64 account_string(char *dst, __u64 size, void *sctx, _
     return n;
 }
 
+// What tells one account of a connection from the next (COM_CHANGE_USER)
+// where no probe sees that command: its user name's address, length and
+// first 8 bytes.
+static __always_inline __u64 account_key(void *thd) {
+    struct {
+        __u64 ptr, len;
+    } str = {};
+    __u64 prefix = 0;
+    void *sctx = (void *)read_u64(thd, off_security_ctx);
+
+    if (!sctx || off_sctx_user < 0 ||
+        bpf_probe_read_user(&str, sctx_lengths ? sizeof(str) : sizeof(str.ptr),
+                            sctx + off_sctx_user))
+        return 0;
+    if (str.ptr)
+        bpf_probe_read_user(&prefix, sizeof(prefix), (const void *)str.ptr);
+    return str.ptr ^ (str.len << 48) ^ (prefix * 0x9E3779B97F4A7C15ULL);
+}
+
 // Sends the account of connection `id` on `thd` unless it was sent last;
-// `ts`: its time, when not now (0).
+// `ts`: its time, when not now (0); `key`: its account_key() where the
+// caller cannot see COM_CHANGE_USER (0: not compared).
 static __always_inline void send_account_at(struct thread_state *st, void *thd, __u64 id,
-                                            __u64 ts) {
+                                            __u64 ts, __u64 key) {
     struct mt_server_account_event *ev;
     void *ring;
     void *sctx;
     __u64 p;
 
-    if (!want_accounts || off_security_ctx < 0 || !id || st->account_id == id)
+    if (!want_accounts || off_security_ctx < 0 || !id ||
+        (st->account_id == id && st->account_key == key))
         return;
     ev = mt_reserve(&ring, MT_EV_SERVER_ACCOUNT, sizeof(*ev));
     if (!ev)
         return;  // counted as a drop; tried again at the next command
     st->account_id = id;
+    st->account_key = key;
     if (ts)
         ev->hdr.ts_ns = ts;
     ev->thread_id = id;
@@ -666,7 +689,7 @@ static __always_inline void send_account_at(struct thread_state *st, void *thd, 
 }
 
 static __always_inline void send_account(struct thread_state *st, void *thd, __u64 id) {
-    send_account_at(st, thd, id, 0);
+    send_account_at(st, thd, id, 0, 0);
 }
 
 // The probes, in parts that use the inputs, state and helpers above.

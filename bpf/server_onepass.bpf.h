@@ -142,7 +142,8 @@ int BPF_KPROBE(server_log_slow_statement, void *thd) {
             st->thd = thd;
             // Stamped before the statement: the reader orders records by
             // time, and the account must come first.
-            send_account_at(st, thd, thread_id_of(thd), now - 1);
+            send_account_at(st, thd, thread_id_of(thd), now - 1,
+                            want_accounts ? account_key(thd) : 0);
         }
     }
     if (mt_scratch_claim(&slot))

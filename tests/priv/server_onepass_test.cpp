@@ -5,8 +5,10 @@
 // parts of a multi-statement query with their own text, PREPARE / EXECUTE,
 // a failing statement's errno, SQLSTATE and message, rows, schema,
 // connection id, and a real Lock_time for a statement that waited for a
-// table lock; and --db / --thread-id decided in the probe.
+// table lock; --db / --thread-id decided in the probe; and the account
+// after a COM_CHANGE_USER, which this path does not see.
 #include <chrono>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -263,6 +265,35 @@ TEST_P(ServerOnePass, FiltersInTheProbe) {
     }
     EXPECT_EQ(got, (std::vector<std::string>{"select 6"}));
     EXPECT_NE(r.err.find("mysqltrace: 1 statements, "), std::string::npos) << r.err;
+
+    // COM_CHANGE_USER: the statements after it are the new account's, though
+    // this path sees no command begin (the slow log's User@Host says whose).
+    const std::string log = server_->root_dir() + "/change_user.log";
+    auto slow = std::make_unique<BackgroundCommand>(
+        server_tracer_argv(*server_, {"--format", "slowlog", "--output", log}));
+    ASSERT_TRUE(slow->wait_for_stderr("Ctrl-C to stop")) << slow->stop(SIGKILL).err;
+    ASSERT_EQ(run_query(c, "select 8"), 0u);
+    ASSERT_EQ(mysql_change_user(c, server_->user().c_str(), server_->password().c_str(), "one_db"),
+              0)
+        << mysql_error(c);
+    ASSERT_EQ(run_query(c, "select 9"), 0u);
+    ASSERT_EQ(mysql_change_user(c, "other", "pw0", "one_db"), 0) << mysql_error(c);
+    ASSERT_EQ(run_query(c, "select 10"), 0u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    r = slow->stop(SIGINT);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    got.clear();
+    std::string who;
+    std::istringstream in(mysqltrace::test::read_file(log));
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("# User@Host: ", 0) == 0) {
+            who = line.substr(13, line.find('[') - 13);
+        } else if (line.rfind("select ", 0) == 0) {
+            got.push_back(who + ":" + line);
+        }
+    }
+    EXPECT_EQ(got, (std::vector<std::string>{"other:select 8;", server_->user() + ":select 9;",
+                                             "other:select 10;"}));
     mysql_close(a);
     mysql_close(b);
     mysql_close(c);

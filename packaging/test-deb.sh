@@ -445,18 +445,24 @@ for f in "$work/server.json"*; do
 done
 
 log "mysqltrace run (the installed shim)"
-# --skip-ssl: Debian 13's client (MariaDB 11.8) asks for TLS even over the
-# socket, and `run` loses that session after SSL_CONNECT (0 commands; an
-# open product issue); Debian 12's does not ask, so the option changes
-# nothing there.
+# Debian 13's client (MariaDB 11.8) asks for TLS even over the socket, and
+# its Connector/C puts the session on a BIO of its own, which names no
+# socket; Debian 12's does not ask. The statement says which it was.
 env -u MYSQLTRACE_SHIM "$mt" run --output "$work/run.trace" -- \
-  mariadb --no-defaults --skip-ssl --socket="$MT_SOCKET" -u"$MT_USER" -p"$MT_PASSWORD" debtest \
-  -e "SELECT v, 'mysqltrace-deb-run' FROM t WHERE id = 8" >"$work/run.out" 2>"$work/run.err" ||
+  mariadb --no-defaults --socket="$MT_SOCKET" -u"$MT_USER" -p"$MT_PASSWORD" debtest -N \
+  -e "SELECT v, 'mysqltrace-deb-run', IF(VARIABLE_VALUE = '', 'plain', 'tls') FROM t,
+      information_schema.SESSION_STATUS WHERE id = 8 AND VARIABLE_NAME = 'Ssl_cipher'" \
+  >"$work/run.out" 2>"$work/run.err" ||
   fail "mysqltrace run failed: $(cat "$work/run.err")"
 grep -q "row 8 of the package test" "$work/run.out" ||
   fail "the command's output did not pass through"
 grep -q "with $shim," "$work/run.err" || fail "run did not use $shim: $(cat "$work/run.err")"
-grep -q "mysqltrace-deb-run" "$work/run.trace" || fail "the run trace lacks the statement"
+grep -q "SQL: SELECT v, 'mysqltrace-deb-run'" "$work/run.trace" ||
+  fail "the run trace lacks the statement: $(cat "$work/run.err")"
+if grep -q "tls$" "$work/run.out"; then
+  grep -q "event: SSL_CONNECTED" "$work/run.trace" || fail "the run trace lacks the TLS handshake"
+  log "run traced a TLS session"
+fi
 
 log "mysqltrace-service (the unit's wrapper, settings and capabilities)"
 pidfile=$work/server/mariadbd.pid

@@ -131,6 +131,7 @@ static void judge(struct mt_fd_slot *s, unsigned state, int kind, const void *pt
 __attribute__((noinline)) static void report(int op, struct mt_fd_slot *s, unsigned state, int fd,
                                              int kind, const void *ptr, size_t iovcnt, ssize_t r) {
     int saved = errno;
+    mt_io_fd_seen = fd;
     if (r < 0 && (saved == EAGAIN || saved == EWOULDBLOCK || saved == EINTR)) {
         // Nothing moved: a non-blocking client polls and calls again.
         // Reporting these would cost a probe hit per wait.

@@ -11,3 +11,4 @@ MT_SEMAPHORE volatile unsigned short mysqltrace_api_end_semaphore;
 MT_SEMAPHORE volatile unsigned short mysqltrace_trace_event_semaphore;
 
 __thread uint64_t mt_send_start_ns[2] __attribute__((tls_model("initial-exec")));
+__thread int mt_io_fd_seen __attribute__((tls_model("initial-exec")));

@@ -43,6 +43,11 @@ extern volatile unsigned short mysqltrace_trace_event_semaphore;
 // Socket and TLS sends keep their own mark: a TLS write makes socket writes.
 extern __thread uint64_t mt_send_start_ns[2] __attribute__((tls_model("initial-exec")));
 
+// The followed socket this thread last moved bytes on (io.c sets it); a TLS
+// interposer clears it before the library's call and reads it after, to
+// learn the socket under a session whose library does not name it.
+extern __thread int mt_io_fd_seen __attribute__((tls_model("initial-exec")));
+
 static inline void mt_mark_send_start(int tls) {
     if (MT_PROBE_ON(io)) {
         struct timespec t;

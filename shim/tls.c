@@ -59,14 +59,55 @@ static void report(int op, int fd, const void *buf, uint64_t n, int64_t ret) {
     MT_FIRE_IO(op, conn, fd, buf, n, ret, MT_IO_BUF, family, mt_take_send_start(op));
 }
 
+// Sessions whose library does not name their socket, and the socket each was
+// last seen on: (session address << 16) | fd, direct-mapped by address.
+#define MT_SESSION_SLOTS 1024
+static _Atomic uint64_t session_fds[MT_SESSION_SLOTS];
+
+static inline _Atomic uint64_t *session_slot(const void *session) {
+    uintptr_t a = (uintptr_t)session;
+    return &session_fds[(a >> 4 ^ a >> 14) % MT_SESSION_SLOTS];
+}
+
+// The socket under a TLS session. `named`: what the library says (-1: not a
+// socket, as with the custom BIO MariaDB Connector/C 3.4 installs, or a
+// GnuTLS pointer transport); `seen`: the followed socket the library moved
+// bytes on during this call (-1: none, a read served from its buffer). A
+// session's socket is remembered from its calls that touch it: the first
+// call after the handshake is a write, which always does.
+static int session_fd(const void *session, int named, int seen) {
+    if (seen >= 0 && seen < MT_MAX_FDS) {
+        if (seen != named) {
+            atomic_store_explicit(session_slot(session),
+                                  (uint64_t)(uintptr_t)session << 16 | (uint64_t)seen,
+                                  memory_order_relaxed);
+        }
+        return seen;
+    }
+    if (named >= 0 && mt_fd_conn(named) != 0) {
+        return named;
+    }
+    uint64_t key = (uint64_t)(uintptr_t)session << 16;
+    uint64_t v = atomic_load_explicit(session_slot(session), memory_order_relaxed);
+    return v != 0 && (v & ~(uint64_t)0xffff) == key ? (int)(v & 0xffff) : named;
+}
+
+// Before a TLS call: forget the socket of the last one.
+static inline void tls_call_begins(void) {
+    if (MT_PROBE_ON(io)) {
+        mt_io_fd_seen = -1;
+    }
+}
+
 // The descriptor comes from SSL_get_fd() of the same libssl: -1 for an SSL
 // object that is not on a socket BIO.
 __attribute__((noinline)) static void ssl_report(int op, const void *real, struct mt_ssl *ssl,
                                                  const void *buf, uint64_t n, int64_t ret) {
     int saved = errno;
+    int seen = mt_io_fd_seen;
     int (*get_fd)(const struct mt_ssl *) = mt_helper(&helper_ssl_get_fd, real, "SSL_get_fd");
     if (get_fd != NULL) {
-        report(op, get_fd(ssl), buf, n, ret);
+        report(op, session_fd(ssl, get_fd(ssl), seen), buf, n, ret);
     }
     errno = saved;
 }
@@ -78,10 +119,11 @@ __attribute__((noinline)) static void gnutls_report(int op, const void *real,
                                                     struct mt_gnutls_session *session,
                                                     const void *buf, uint64_t n, int64_t ret) {
     int saved = errno;
+    int seen = mt_io_fd_seen;
     int (*get_int)(struct mt_gnutls_session *) =
         mt_helper(&helper_gnutls_get_int, real, "gnutls_transport_get_int");
     if (get_int != NULL) {
-        report(op, get_int(session), buf, n, ret);
+        report(op, session_fd(session, get_int(session), seen), buf, n, ret);
     }
     errno = saved;
 }
@@ -92,6 +134,7 @@ MT_EXPORT int SSL_read(struct mt_ssl *ssl, void *buf, int num) {
         errno = ENOSYS;
         return -1;
     }
+    tls_call_begins();
     int r = real(ssl, buf, num);
     if (MT_PROBE_ON(io)) {
         ssl_report(MT_SOCK_TLS_RECV, (const void *)real, ssl, buf, r > 0 ? (uint64_t)r : 0, r);
@@ -106,6 +149,7 @@ MT_EXPORT int SSL_write(struct mt_ssl *ssl, const void *buf, int num) {
         return -1;
     }
     mt_mark_send_start(1);
+    tls_call_begins();
     int r = real(ssl, buf, num);
     if (MT_PROBE_ON(io)) {
         ssl_report(MT_SOCK_TLS_SEND, (const void *)real, ssl, buf, r > 0 ? (uint64_t)r : 0, r);
@@ -121,6 +165,7 @@ MT_EXPORT int SSL_read_ex(struct mt_ssl *ssl, void *buf, size_t num, size_t *rea
         errno = ENOSYS;
         return 0;
     }
+    tls_call_begins();
     int r = real(ssl, buf, num, readbytes);
     if (MT_PROBE_ON(io)) {
         uint64_t n = r == 1 && readbytes != NULL ? *readbytes : 0;
@@ -136,6 +181,7 @@ MT_EXPORT int SSL_write_ex(struct mt_ssl *ssl, const void *buf, size_t num, size
         return 0;
     }
     mt_mark_send_start(1);
+    tls_call_begins();
     int r = real(ssl, buf, num, written);
     if (MT_PROBE_ON(io)) {
         uint64_t n = r == 1 && written != NULL ? *written : 0;
@@ -150,6 +196,7 @@ MT_EXPORT ssize_t gnutls_record_recv(struct mt_gnutls_session *session, void *da
         errno = ENOSYS;
         return MT_GNUTLS_NO_REAL;
     }
+    tls_call_begins();
     ssize_t r = real(session, data, size);
     if (MT_PROBE_ON(io)) {
         gnutls_report(MT_SOCK_TLS_RECV, (const void *)real, session, data, r > 0 ? (uint64_t)r : 0,
@@ -166,6 +213,7 @@ MT_EXPORT ssize_t gnutls_record_send(struct mt_gnutls_session *session, const vo
         return MT_GNUTLS_NO_REAL;
     }
     mt_mark_send_start(1);
+    tls_call_begins();
     ssize_t r = real(session, data, size);
     if (MT_PROBE_ON(io)) {
         gnutls_report(MT_SOCK_TLS_SEND, (const void *)real, session, data, r > 0 ? (uint64_t)r : 0,

@@ -26,14 +26,15 @@ void add_duty_options(CLI::App *cmd, DutyArgs &d) {
            "on-time, each with a 95% interval computed from the spread between windows, "
            "latency mean/p50/p95/p99, rows and errors per digest, and with --stages sampled "
            "where the time went. A probe left on costs a trap per statement (~1 us, ~8% of a "
-           "point select); attach and detach take well under a millisecond and do not stall "
-           "the server (docs/PERFORMANCE.md), so 10% costs about a tenth. 100: always on, "
-           "exact counts")
+           "point select), one on 10% of the time about a tenth of that. Attaching takes "
+           "milliseconds and detaching tens of milliseconds (an RCU grace period, the probe "
+           "already out); that time is counted at half the window rate with half of it in "
+           "the bound (docs/server.md). 100: always on, exact counts")
         ->check(CLI::Range(0.1, 100.0));
     cmd->add_option("--duty-period", d.period_s,
                     "--duty: seconds between the starts of windows (the window is --duty% of "
-                    "it); shorter periods give more windows and tighter bounds for steady "
-                    "workloads, at two probe swaps per period")
+                    "it); shorter periods give more windows and tighter random bounds, but two "
+                    "probe swaps a period (~40 ms on a busy 2-CPU machine) widen the swap term")
         ->check(CLI::Range(0.01, 3600.0))
         ->capture_default_str();
     cmd->add_option("--interval", d.interval_s,

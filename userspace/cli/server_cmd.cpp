@@ -196,6 +196,11 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                   << "); statements, stages, --waits and --table-io work without --user\n";
         return kExitFailure;
     }
+    if (!digests && a.duty.interval_s > 0) {
+        std::cerr << "mysqltrace: --interval prints digest summaries: use it with --duty or "
+                     "--format digests\n";
+        return kExitUsage;
+    }
     if (digests) {
         if (a.format != "text" && a.format != "json" && !a.format.starts_with("digests")) {
             std::cerr << "mysqltrace: --duty sees part of the statements: it prints digest "

@@ -15,6 +15,10 @@
 #   floor           one uprobe on log_slow_statement with a program that only
 #                   counts (`pipeline_bench floor`): the one-trap floor
 #   sampled         `mysqltrace server` (--stages sampled, the default)
+#   duty            the leave-on mode: `mysqltrace server --stages off --duty 10
+#                   --format digests-json` to a file (probe attached 10% of
+#                   the time, per-digest estimates)
+#   duty-sampled    the same with --stages sampled
 #   exact           `mysqltrace server --stages exact`
 #   traps           `mysqltrace server --stages traps`: exact's probes with
 #                   programs that return at once (the floor exact is judged by)
@@ -37,7 +41,7 @@
 # performance_schema is OFF only where asked.
 
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BENCH_ALL_CONFIGS="baseline floor statements statements-json statements-slowlog statements-multi sampled exact traps waits table-io client client-summary run run-no-api shim-idle pfs-stages pfs"
+BENCH_ALL_CONFIGS="baseline floor statements statements-json statements-slowlog statements-multi duty duty-sampled sampled exact traps waits table-io client client-summary run run-no-api shim-idle pfs-stages pfs"
 # Enough for the 200-connection memory runs (the default is 151).
 BENCH_MAX_CONNECTIONS=${BENCH_MAX_CONNECTIONS:-512}
 BENCH_TABLE_SIZE=${BENCH_TABLE_SIZE:-10000}
@@ -265,13 +269,18 @@ bench_run() {
     baseline) bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
     pfs | pfs-stages) bench_sysbench "$work/$bench_prefix$cfg" "$workload" "${args[@]}" >"$out" ;;
     shim-idle) LD_PRELOAD="$shim" bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
-    floor | statements* | sampled | exact | traps | waits | table-io)
+    floor | statements* | duty* | sampled | exact | traps | waits | table-io)
       mode=$cfg
       local path="" dest=/dev/null
       case $cfg in statements*) mode=off ;; esac
       [ "$cfg" = statements-json ] && extra=(--format json) && dest="$work/trace.out"
       [ "$cfg" = statements-slowlog ] && extra=(--format slowlog) && dest="$work/trace.out"
       [ "$cfg" = statements-multi ] && path=multi
+      if [[ $cfg == duty* ]]; then
+        mode=off
+        [ "$cfg" = duty-sampled ] && mode=sampled
+        extra=(--duty "${BENCH_DUTY:-10}" --format digests-json) && dest="$work/trace.out"
+      fi
       [ "$cfg" = waits ] && mode=sampled && extra=(--waits)
       [ "$cfg" = table-io ] && mode=off && extra=(--table-io)
       rm -f "$work/trace.out"

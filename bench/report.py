@@ -21,6 +21,8 @@ NAMES = {
     "statements-json": "`mysqltrace server --stages off --format json` to a file",
     "statements-slowlog": "`mysqltrace server --stages off --format slowlog` to a file",
     "statements-multi": "`--stages off` on entry + end probes (the multi-probe path)",
+    "duty": "`mysqltrace server --stages off --duty 10 --format digests-json` to a file (leave-on)",
+    "duty-sampled": "the same with --stages sampled",
     "sampled": "`mysqltrace server` (statements + sampled stages)",
     "exact": "`mysqltrace server --stages exact` (+ exact stages)",
     "traps": "exact-stage probes, empty programs (trap floor)",

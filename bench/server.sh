@@ -22,4 +22,4 @@ while [ $# -gt 0 ]; do
 done
 exec "$here/perf-report.sh" --no-write --sections matrix --workloads "$workloads" \
   --threads "$threads" \
-  --configs "baseline statements sampled waits exact traps pfs-stages pfs" "${args[@]}"
+  --configs "baseline statements duty sampled waits exact traps pfs-stages pfs" "${args[@]}"

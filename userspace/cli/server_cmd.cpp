@@ -7,6 +7,7 @@
 
 #include "bpf/ring_set.h"
 #include "cli/command.h"
+#include "cli/server_duty.h"
 #include "doctor/server_report.h"
 #include "output/output_file.h"
 #include "output/pfs_sql.h"
@@ -34,6 +35,7 @@ struct ServerArgs : TraceArgs {
     std::string user;
     bool show_secrets = false;
     bool every_command = false;
+    DutyArgs duty;  // --duty, --duty-period, --interval (cli/server_duty.h)
 };
 
 server::StageMode stage_mode(const std::string &s) {
@@ -156,8 +158,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         });
     // The slow log takes statements only: no header, waits or summaries.
     const bool slowlog = a.format == "slowlog";
+    const bool digests = a.duty.duty_pct > 0 || a.format.starts_with("digests");
     output::SlowlogRenderer slow;
-    if (!slowlog) {
+    if (!slowlog && !digests) {
         o.write(render.header());
     }
     uint64_t statements = 0, shown = 0, failed = 0, with_stages = 0;
@@ -192,6 +195,24 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                              : "no thd_user_name() accessor that loads it")
                   << "); statements, stages, --waits and --table-io work without --user\n";
         return kExitFailure;
+    }
+    if (!digests && a.duty.interval_s > 0) {
+        std::cerr << "mysqltrace: --interval prints digest summaries: use it with --duty or "
+                     "--format digests\n";
+        return kExitUsage;
+    }
+    if (digests) {
+        if (a.format != "text" && a.format != "json" && !a.format.starts_with("digests")) {
+            std::cerr << "mysqltrace: --duty sees part of the statements: it prints digest "
+                         "summaries (--format digests or digests-json), not --format "
+                      << a.format << "\n";
+            return kExitUsage;
+        }
+        DutyArgs d = a.duty;
+        d.json = a.format == "json" || a.format == "digests-json";
+        d.db = a.db;
+        d.user = a.user;
+        return run_server_duty(*target, opts, d, a, g, o);
     }
     auto account_of = [&tracer_ptr](uint64_t thread_id) -> const server::Account & {
         return tracer_ptr->accounts().of(thread_id);
@@ -356,7 +377,8 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     auto a = std::make_shared<ServerArgs>();
     cmd->add_option("-p,--pid", a->pid, "Process id of the mariadbd or mysqld to trace")
         ->required();
-    add_trace_options(cmd, *a, {"text", "json", "profile", "pfs-sql", "slowlog"});
+    add_trace_options(cmd, *a,
+                      {"text", "json", "profile", "pfs-sql", "slowlog", "digests", "digests-json"});
     cmd->add_option("--stages", a->stages,
                     "sampled: where time goes by stage, from a CPU timer and context switches "
                     "(cheap, always-on); exact: every stage transition of every statement, "
@@ -395,6 +417,7 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
                     "statements go on being traced");
     cmd->add_option("--stage-duration", a->stage_duration,
                     "Exact stages: detach the stage probes after this many seconds");
+    add_duty_options(cmd, a->duty);
     cmd->add_option("--max-sql", a->max_sql, "Bytes of statement text kept per statement")
         ->check(CLI::Range(0, 65536))
         ->capture_default_str();

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <charconv>
+#include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <string>
@@ -72,6 +73,19 @@ class JsonWriter {
             out_.append(buf, r.ptr);
             comma_ = true;
         }
+    }
+
+    // Shortest text that reads back as `v`; null when it is not finite.
+    void value(double v) {
+        if (!std::isfinite(v)) {
+            null();
+            return;
+        }
+        separate();
+        char buf[32];
+        const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+        out_.append(buf, r.ptr);
+        comma_ = true;
     }
 
     // key(k) then value(v).

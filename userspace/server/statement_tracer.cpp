@@ -2,6 +2,7 @@
 #include "server/statement_tracer.h"
 
 #include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -230,6 +231,10 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     if (auto r = bpf::size_scratch_slots(t->skel_->obj); !r) {
         return r.error();
     }
+    t->switchable_ = opts.switchable && t->one_probe_;
+    if (t->switchable_) {
+        bpf::prepare_uprobe_multi(t->skel_->progs.server_log_slow_statement);
+    }
     for (bpf_program *prog : {t->skel_->progs.server_stage, t->skel_->progs.server_table_io,
                               t->skel_->progs.server_table_io_ret}) {
         bpf::prepare_uprobe_multi(prog);
@@ -279,12 +284,11 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         return bpf::Link(l);
     };
     if (t->one_probe_) {
-        auto l = uprobe(progs->server_log_slow_statement, target.statement_end_site->offset, false,
-                        0, "log_slow_statement");
-        if (!l) {
-            return l.error();
+        t->exe_ = target.exe;
+        t->end_offset_ = target.statement_end_site->offset;
+        if (auto r = t->set_statement_probes(true); !r) {
+            return r.error();
         }
-        t->links_.push_back(std::move(l).value());
     }
     for (auto [prog, off, ret, what] : {
              std::tuple{mysql8 ? progs->server_dispatch_command_m8 : progs->server_dispatch_command,
@@ -377,7 +381,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         if (sw == nullptr) {
             return make_error(errno, "cannot attach to the sched_switch tracepoint");
         }
-        t->links_.emplace_back(sw);
+        t->switch_link_.reset(sw);
         t->skel_->bss->switch_clock = 1;
     }
     if (opts.stages == StageMode::sampled) {
@@ -516,7 +520,56 @@ std::string StatementTracer::stage_name_at(uint64_t addr) const {
     return name;
 }
 
+Result<void> StatementTracer::set_statement_probes(bool on) {
+    if (!one_probe_ || skel_ == nullptr) {
+        return Error{ENOTSUP, "statement probes are switched on the one-probe path only"};
+    }
+    if (!on) {
+        end_link_.reset();
+        end_multi_.reset();
+        switch_link_.reset();
+        for (const auto &fd : perf_fds_) {
+            ioctl(fd.get(), PERF_EVENT_IOC_DISABLE, 0);
+        }
+        return {};
+    }
+    for (const auto &fd : perf_fds_) {
+        if (ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
+            return make_error(errno, "cannot restart the stage sampler");
+        }
+    }
+    if (skel_->bss->switch_clock && !switch_link_) {
+        bpf_link *sw = bpf_program__attach(skel_->progs.server_switch);
+        if (sw == nullptr) {
+            return make_error(errno, "cannot attach to the sched_switch tracepoint");
+        }
+        switch_link_.reset(sw);
+    }
+    if (switchable_ && end_multi_.get() < 0) {
+        auto l = bpf::attach_uprobe_multi(skel_->progs.server_log_slow_statement, pid_, exe_,
+                                          {end_offset_}, {0});
+        if (!l) {
+            return l.error();
+        }
+        end_multi_ = std::move(l).value();
+    } else if (!switchable_ && !end_link_) {
+        bpf_uprobe_opts uo{};
+        uo.sz = sizeof(uo);
+        bpf_link *l = bpf_program__attach_uprobe_opts(skel_->progs.server_log_slow_statement, pid_,
+                                                      exe_.c_str(), end_offset_, &uo);
+        if (l == nullptr) {
+            return make_error(errno, "cannot attach a uprobe to log_slow_statement in pid " +
+                                         std::to_string(pid_));
+        }
+        end_link_.reset(l);
+    }
+    return {};
+}
+
 StatementTracer::~StatementTracer() {
+    end_link_.reset();
+    end_multi_.reset();
+    switch_link_.reset();
     stage_link_.reset();
     table_io_links_.clear();
     links_.clear();

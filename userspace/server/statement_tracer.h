@@ -57,6 +57,11 @@ struct StatementTracerOptions {
     // One probe per statement (log_slow_statement) when the build has what
     // it needs and no mode needs nesting (exact stages, waits, table I/O).
     bool one_probe = true;
+    // The log_slow_statement probe on an uprobe_multi link, which attaches
+    // in ~0.1 ms and detaches without waiting out an RCU grace period under
+    // its trap (a per-uprobe perf link: ~15 ms and ~80-150 ms, traps still
+    // firing meanwhile; docs/PERFORMANCE.md): for set_statement_probes().
+    bool switchable = false;
     bpf::RingOptions ring;
 };
 
@@ -74,7 +79,8 @@ class StatementTracer {
     const Accounts &accounts() const { return accounts_; }
     // Probes attached now (statements + stages + table I/O entries and returns).
     size_t probe_count() const {
-        return links_.size() + stage_probes_ + table_io_links_.size() * table_io_sites_;
+        return links_.size() + (end_link_ || end_multi_.get() >= 0 ? 1 : 0) +
+               (switch_link_ ? 1 : 0) + stage_probes_ + table_io_links_.size() * table_io_sites_;
     }
     size_t stage_probe_count() const { return stage_probes_; }
     // Statements are traced with one probe each (log_slow_statement), not
@@ -88,6 +94,11 @@ class StatementTracer {
     void refresh_clock();
     // Removes the exact stage probes; statements go on being traced.
     void detach_stages();
+    // --duty (one-probe path only): takes out (false) or puts back (true)
+    // what costs per statement, the log_slow_statement uprobe and, with
+    // sampled stages, the context-switch clock and the CPU timers. Taking
+    // it out is all an idle window costs nothing (server/duty_cycle.h).
+    Result<void> set_statement_probes(bool on);
     // Hands over the statements still waiting for the next statement of
     // their query (MT_STMT_MORE) with the text they have: call after the
     // last drain.
@@ -104,6 +115,12 @@ class StatementTracer {
     pid_t pid_ = 0;
     std::unique_ptr<bpf::RingSet> rings_;
     std::vector<bpf::Link> links_;
+    bpf::Link end_link_;  // one-probe path: log_slow_statement
+    bpf::Fd end_multi_;   // the same, switchable
+    bool switchable_ = false;
+    bpf::Link switch_link_;  // stages: sched_switch
+    std::string exe_;
+    uint64_t end_offset_ = 0;
     bpf::Fd stage_link_;                   // one uprobe_multi link for every stage site
     std::vector<bpf::Fd> table_io_links_;  // --table-io: entries and returns
     size_t stage_probes_ = 0;

@@ -56,6 +56,9 @@ class Agent {
         bpf::Fd pidfd;
     };
 
+    // One whole line, written at once: a reader of the log (journald, a
+    // test) never sees half of it.
+    void say(const std::string &line) { log_ << ("mysqltrace: " + line + "\n") << std::flush; }
     bool add(int fd, uint64_t tag);
     void rescan();
     void attach(const ProcessLabels &labels);
@@ -81,8 +84,7 @@ bool Agent::add(int fd, uint64_t tag) {
 
 void Agent::refuse(const ProcessLabels &labels, const std::string &why) {
     refused_.insert(labels.id);
-    log_ << "mysqltrace: not tracing pid=" << labels.id.pid << " (" << labels.exe << "): " << why
-         << "\n";
+    say("not tracing pid=" + std::to_string(labels.id.pid) + " (" + labels.exe + "): " + why);
 }
 
 void Agent::attach(const ProcessLabels &labels) {
@@ -111,7 +113,7 @@ void Agent::attach(const ProcessLabels &labels) {
     auto traced = TracedServer::start(sl, std::move(target).value(), opts_.server, notes);
     if (!traced) {
         if (start_ticks_now(pid) != labels.id.start_ticks) {
-            log_ << "mysqltrace: pid=" << pid << " exited while being attached\n";
+            say("pid=" + std::to_string(pid) + " exited while being attached");
             return;
         }
         refuse(labels, traced.error().message);
@@ -128,12 +130,11 @@ void Agent::attach(const ProcessLabels &labels) {
     attached_total_++;
     // Said once the probes are in: every statement that starts after this
     // line is traced.
-    log_ << "mysqltrace: attached " << describe(a.server->labels()) << " dir=" << a.server->dir()
-         << " probes=" << a.server->probe_count() << " (" << a.server->path_note() << ")\n";
+    say("attached " + describe(a.server->labels()) + " dir=" + a.server->dir() +
+        " probes=" + std::to_string(a.server->probe_count()) + " (" + a.server->path_note() + ")");
     for (const auto &n : notes) {
-        log_ << "mysqltrace: pid=" << pid << ": " << n << "\n";
+        say("pid=" + std::to_string(pid) + ": " + n);
     }
-    log_.flush();
     attached_.emplace(serial, std::move(a));
 }
 
@@ -155,8 +156,7 @@ void Agent::rescan() {
         // such as mariadb-install-db's) runs no client's statements.
         if (!labels->listening()) {
             if (waiting_.insert(id).second && opts_.verbose > 0) {
-                log_ << "mysqltrace: pid=" << id.pid << " (" << labels->exe
-                     << ") does not listen yet\n";
+                say("pid=" + std::to_string(id.pid) + " (" + labels->exe + ") does not listen yet");
             }
             continue;
         }
@@ -183,15 +183,14 @@ void Agent::detach(uint64_t serial, const char *why) {
     const pid_t pid = a.server->labels().process.id.pid;
     traced_.erase(a.server->labels().process.id);
     attached_.erase(it);  // probes, links, maps and rings go with the tracer
-    log_ << "mysqltrace: detached pid=" << pid << " (" << why << "): " << totals << "\n";
-    log_.flush();
+    say("detached pid=" + std::to_string(pid) + " (" + why + "): " + totals);
 }
 
 void Agent::drain_all() {
     for (auto &[serial, a] : attached_) {
         if (auto polled = a.server->poll(); !polled) {
-            log_ << "mysqltrace: pid=" << a.server->labels().process.id.pid << ": "
-                 << polled.error().message << "\n";
+            say("pid=" + std::to_string(a.server->labels().process.id.pid) + ": " +
+                polled.error().message);
         }
     }
 }
@@ -223,14 +222,12 @@ Result<void> Agent::run() {
         return Error{ec.value(), "cannot create --output-dir " + opts_.server.output_dir +
                                      (ec ? ": " + ec.message() : ": not a directory")};
     }
-    log_ << "mysqltrace: agent watching for mysqld/mariadbd every " << opts_.rescan_ms
-         << " ms; files under " << opts_.server.output_dir << "; Ctrl-C to stop\n";
-    log_.flush();
+    say("agent watching for mysqld/mariadbd every " + std::to_string(opts_.rescan_ms) +
+        " ms; files under " + opts_.server.output_dir + "; Ctrl-C to stop");
     const uint64_t start = bpf::monotonic_ns();
     rescan();
-    const uint64_t end = opts_.duration_s > 0
-                             ? start + static_cast<uint64_t>(opts_.duration_s * 1e9)
-                             : UINT64_MAX;
+    const uint64_t end =
+        opts_.duration_s > 0 ? start + static_cast<uint64_t>(opts_.duration_s * 1e9) : UINT64_MAX;
     uint64_t next_tick = start + 1'000'000'000;
     bool stop = false;
     const char *stop_why = "agent stopped";
@@ -247,7 +244,7 @@ Result<void> Agent::run() {
                 signalfd_siginfo si{};
                 while (::read(sigfd.get(), &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
                     if (si.ssi_signo == SIGHUP) {
-                        log_ << "mysqltrace: SIGHUP: no configuration to reload\n";
+                        say("SIGHUP: no configuration to reload");
                     } else {
                         stop = true;
                         stop_why = si.ssi_signo == SIGINT ? "interrupted" : "terminated";
@@ -289,8 +286,9 @@ Result<void> Agent::run() {
     while (!attached_.empty()) {
         detach(attached_.begin()->first, stop_why);
     }
-    log_ << "mysqltrace: agent stopped (" << stop_why << "): " << attached_total_
-         << " server(s) attached, " << refused_.size() << " running server(s) not traced\n";
+    say(std::string("agent stopped (") + stop_why + "): " + std::to_string(attached_total_) +
+        " server(s) attached, " + std::to_string(refused_.size()) +
+        " running server(s) not traced");
     return {};
 }
 

@@ -142,8 +142,8 @@ bool is_server_executable(std::string_view exe_path) {
         exe_path.remove_suffix(kDeleted.size());
     }
     const size_t slash = exe_path.rfind('/');
-    const std::string_view base = slash == std::string_view::npos ? exe_path
-                                                                  : exe_path.substr(slash + 1);
+    const std::string_view base =
+        slash == std::string_view::npos ? exe_path : exe_path.substr(slash + 1);
     return base == "mysqld" || base == "mariadbd";
 }
 

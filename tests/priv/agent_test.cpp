@@ -201,6 +201,23 @@ TEST_F(AgentTest, ServersAttachedTracedDetachedAndReattached) {
     BackgroundCommand agent({MYSQLTRACE_BINARY, "agent", "--output-dir", out_, "--socket-prefix",
                              base_ + "/", "--format", "json,slowlog", "--rescan-ms", "500"});
     ASSERT_TRUE(agent.wait_for_stderr("agent watching")) << agent.stderr_so_far();
+    // A program named mysqld that listens like a server but is none (a
+    // copy of python): reported once, with why, and left alone.
+    const std::string impostor = base_ + "/mysqld";
+    fs::copy_file("/usr/bin/python3", impostor);
+    auto fake = harness::spawn({impostor, "-c",
+                                "import socket, time\n"
+                                "s = socket.socket(socket.AF_UNIX)\n"
+                                "s.bind('" +
+                                    base_ +
+                                    "/fake.sock')\n"
+                                    "s.listen()\n"
+                                    "time.sleep(600)\n"},
+                               base_ + "/fake.log", false);
+    ASSERT_TRUE(fake) << fake.error().message;
+    const std::string refused =
+        "not tracing pid=" + std::to_string(*fake) + " (" + impostor + "): ";
+    EXPECT_TRUE(agent.wait_for_stderr(refused)) << agent.stderr_so_far();
 
     struct Traced {
         std::unique_ptr<MariadbServer> server;
@@ -306,12 +323,21 @@ TEST_F(AgentTest, ServersAttachedTracedDetachedAndReattached) {
     EXPECT_EQ(left_behind(all_attached.links, "link"), std::set<int>{});
     EXPECT_EQ(left_behind(all_attached.maps, "map"), std::set<int>{});
 
+    // Many rescans later, the impostor was still reported only once.
+    const std::string &log = agent.stderr_so_far();
+    EXPECT_EQ(log.find(refused, log.find(refused) + 1), std::string::npos) << log;
+    EXPECT_NE(log.find(refused + "pid " + std::to_string(*fake) +
+                       " is not a MySQL/MariaDB server (no dispatch_command symbol)\n"),
+              std::string::npos)
+        << log;
     auto result = agent.stop(SIGTERM);
     EXPECT_EQ(result.exit_code, 0) << result.err;
-    EXPECT_NE(result.err.find("agent stopped (terminated): 4 server(s) attached"),
+    ::kill(*fake, SIGKILL);
+    harness::wait_child(*fake, Clock::now() + std::chrono::seconds(10));
+    EXPECT_NE(result.err.find("agent stopped (terminated): 4 server(s) attached, 1 running "
+                              "server(s) not traced"),
               std::string::npos)
         << result.err;
-    EXPECT_EQ(result.err.find("not tracing"), std::string::npos) << result.err;
 
     // Each server's files hold exactly its statements.
     for (size_t i = 0; i < servers.size(); i++) {

@@ -77,6 +77,18 @@ Held held_by(pid_t pid) {
     return h;
 }
 
+// VmRSS of `pid`, for the figures the test prints.
+std::string rss_of(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.starts_with("VmRSS:")) {
+            return line.substr(line.find_first_not_of(" \t", 6));
+        }
+    }
+    return "?";
+}
+
 // The ids bpftool lists of every link or map of the machine.
 std::set<int> bpftool_ids(const std::string &what) {
     std::set<int> ids;
@@ -258,6 +270,8 @@ TEST_F(AgentTest, ServersAttachedTracedDetachedAndReattached) {
     }
     // Three servers' links and maps, which bpftool lists.
     const Held all_attached = held_by(agent.pid());
+    std::printf("agent with 3 servers attached: %zu links, %zu maps, RSS %s\n",
+                all_attached.links.size(), all_attached.maps.size(), rss_of(agent.pid()).c_str());
     EXPECT_FALSE(all_attached.links.empty());
     EXPECT_FALSE(all_attached.maps.empty());
     EXPECT_EQ(still_listed(all_attached.links, "link"), all_attached.links);
@@ -316,6 +330,7 @@ TEST_F(AgentTest, ServersAttachedTracedDetachedAndReattached) {
             agent.wait_for_stderr("detached pid=" + std::to_string(pid) + " (server exited): "))
             << agent.stderr_so_far();
     }
+    std::printf("agent with every server gone: RSS %s\n", rss_of(agent.pid()).c_str());
     // Every server gone: nothing of theirs is left in the kernel.
     const Held none = held_by(agent.pid());
     EXPECT_EQ(none.links, std::set<int>{});

@@ -39,6 +39,8 @@ class BackgroundCommand {
     // Waits for a normal exit.
     CommandResult wait();
     pid_t pid() const { return pid_; }
+    // What it printed on stderr so far (as read by wait_for_stderr).
+    const std::string &stderr_so_far() const { return result_.err; }
 
   private:
     void drain(int timeout_ms);

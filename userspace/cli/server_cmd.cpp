@@ -8,7 +8,7 @@
 #include "bpf/ring_set.h"
 #include "cli/command.h"
 #include "cli/server_duty.h"
-#include "doctor/server_report.h"
+#include "doctor/trace_plan.h"
 #include "output/output_file.h"
 #include "output/pfs_sql.h"
 #include "output/server_render.h"
@@ -62,42 +62,10 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         std::cerr << "\n";
         return kExitFailure;
     }
-    // A build whose layout is only partly understood: say what will be
-    // missing; nothing is guessed.
-    std::string lacking;
-    for (const auto &m : doctor::server_modes(*target)) {
-        if (!m.found && m.name.starts_with("  ")) {  // a statement column
-            std::string name = m.name;
-            name.erase(0, name.find_first_not_of(' '));
-            lacking += "\nmysqltrace:   " + name + ": " + m.detail;
-        }
-    }
-    if (!lacking.empty()) {
-        std::cerr << "mysqltrace: this build's analysis is incomplete (`mysqltrace doctor --pid "
-                  << a.pid << "` for details); statements are traced without:" << lacking << "\n";
-    }
-    auto mode = stage_mode(a.stages);
     const bool mysql8 = target->profile == server::ServerProfile::mysql8;
-    const bool exact = mode == server::StageMode::exact || mode == server::StageMode::traps;
-    if (target->end_is_return) {
-        std::cerr << "mysqltrace: no end-of-command stage site in this build: a return probe on "
-                     "dispatch_command ends statements (dearer)\n";
-    }
-    if (exact && target->stages.empty()) {
-        std::cerr << (mysql8 ? "mysqltrace: no out-of-line THD::enter_stage to probe in this "
-                               "build: stages are sampled instead\n"
-                             : "mysqltrace: no stage sites found in this build (the inlined "
-                               "THD::enter_stage pattern): stages are sampled instead\n");
-        mode = server::StageMode::sampled;
-    }
-    // MySQL 8's exact stages read the stage from THD::enter_stage's argument.
-    const bool needs_proc_info = !(mysql8 && exact && !target->stages.empty());
-    if (mode != server::StageMode::off && needs_proc_info && target->layout.proc_info < 0) {
-        std::cerr << "mysqltrace: cannot find THD::proc_info in this build ("
-                  << (mysql8 ? "THD::enter_stage's stores of the new stage, checked against its "
-                               "copy of the old one"
-                             : "set_thd_stage_info()'s stores")
-                  << "): stages are off; statements, --waits and --table-io still work\n";
+    const auto plan = doctor::plan_trace(*target, stage_mode(a.stages), a.pid);
+    for (const auto &note : plan.notes) {
+        std::cerr << "mysqltrace: " << note << "\n";
     }
     if (g.verbose > 0) {
         const auto &l = target->layout;
@@ -168,7 +136,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     std::map<std::string, uint64_t> per_name;
     server::StatementTracerOptions opts;
     opts.max_sql = a.max_sql;
-    opts.stages = needs_proc_info && target->layout.proc_info < 0 ? server::StageMode::off : mode;
+    opts.stages = plan.stages;
     opts.sample_hz = a.sample_hz;
     opts.only_thread_id = a.thread_id;
     opts.min_duration_ns = static_cast<uint64_t>(a.min_duration_ms * 1e6);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "doctor/server_report.h"
+#include "doctor/trace_plan.h"
 
 #include <algorithm>
 #include <ostream>
@@ -147,12 +148,10 @@ ServerReport server_report(pid_t pid) {
     }
     const std::string who = "pid " + std::to_string(pid);
     auto prof = server::detect_profile(*file, who);
-    if (prof) {
-        r.flavour = prof->profile == server::ServerProfile::mariadb ? "MariaDB" : "MySQL";
-    }
     r.version = server::server_version(*file, pid, target ? target->load_bias : 0);
-    if (r.version.find("MariaDB") != std::string::npos) {
-        r.flavour = "MariaDB";
+    if (prof || r.version.find("MariaDB") != std::string::npos) {
+        r.flavour =
+            server_flavour(prof ? prof->profile : server::ServerProfile::mariadb, r.version);
     }
     auto hook = [&](const char *name, const std::string &sym, std::string detail) {
         r.hooks.push_back(

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// `mysqltrace agent` with real servers coming and going under it: two
+// MariaDB servers and MySQL 9.7 in its chroot, each attached (its labels
+// logged), traced into its own files, detached when it stops with none of
+// its BPF links or maps left, and a restarted server (same datadir, port
+// and socket, new pid) attached again.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/child_process.h"
+#include "priv/cli_util.h"
+#include "priv/priv.h"
+#include "priv/server_session.h"
+
+namespace mysqltrace::test {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// The key=value fields of the agent's line that starts with `prefix`
+// ("attached pid=42 "), "" keys absent.
+std::map<std::string, std::string> agent_line(const std::string &log, const std::string &prefix) {
+    std::map<std::string, std::string> kv;
+    const size_t at = log.find(prefix);
+    if (at == std::string::npos) {
+        return kv;
+    }
+    const size_t end = log.find('\n', at);
+    std::istringstream words(log.substr(at, end == std::string::npos ? end : end - at));
+    std::string w;
+    while (words >> w) {
+        const size_t eq = w.find('=');
+        if (eq != std::string::npos) {
+            kv[w.substr(0, eq)] = w.substr(eq + 1);
+        }
+    }
+    return kv;
+}
+
+// The ids of the BPF links and maps process `pid` holds (its fds' fdinfo).
+struct Held {
+    std::set<int> links, maps;
+};
+Held held_by(pid_t pid) {
+    Held h;
+    const std::string dir = "/proc/" + std::to_string(pid) + "/fdinfo";
+    for (const auto &e : fs::directory_iterator(dir)) {
+        std::ifstream in(e.path());
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.starts_with("link_id:")) {
+                h.links.insert(std::stoi(line.substr(8)));
+            } else if (line.starts_with("map_id:")) {
+                h.maps.insert(std::stoi(line.substr(7)));
+            }
+        }
+    }
+    return h;
+}
+
+// VmRSS of `pid`, for the figures the test prints.
+std::string rss_of(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.starts_with("VmRSS:")) {
+            return line.substr(line.find_first_not_of(" \t", 6));
+        }
+    }
+    return "?";
+}
+
+// The ids bpftool lists of every link or map of the machine.
+std::set<int> bpftool_ids(const std::string &what) {
+    std::set<int> ids;
+    auto r = run_command({"/usr/sbin/bpftool", "-j", what, "show"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto all = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_TRUE(all.is_array()) << r.out;
+    if (all.is_array()) {
+        for (const auto &o : all) {
+            ids.insert(o.value("id", -1));
+        }
+    }
+    return ids;
+}
+
+// Of `ids`, those bpftool still lists.
+std::set<int> still_listed(const std::set<int> &ids, const std::string &what) {
+    std::set<int> left;
+    const auto listed = bpftool_ids(what);
+    for (int id : ids) {
+        if (listed.count(id)) {
+            left.insert(id);
+        }
+    }
+    return left;
+}
+
+// Of `ids`, those bpftool still lists once the kernel has freed what it
+// frees after an RCU grace period (a map goes with the last program using
+// it, after its links), waiting up to 10 s for that.
+std::set<int> left_behind(const std::set<int> &ids, const std::string &what) {
+    std::set<int> left = still_listed(ids, what);
+    for (int i = 0; i < 200 && !left.empty(); i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        left = still_listed(left, what);
+    }
+    return left;
+}
+
+// The SQL texts of the statements traced for connection `thread_id`.
+std::vector<std::string> traced_texts(const std::string &path, unsigned long thread_id) {
+    std::vector<std::string> out;
+    for (const auto &row : read_json_lines(path)) {
+        if (row.value("kind", "") == "statement" && row.value("THREAD_ID", 0ul) == thread_id &&
+            row.value("EVENT_NAME", "").starts_with("statement/sql/")) {
+            out.push_back(row.value("SQL_TEXT", ""));
+        }
+    }
+    return out;
+}
+
+// The SQL statements of any connection but `thread_id` in the file (the
+// harness's own session ends with a COM_QUIT, which MySQL's one-probe path
+// reports too).
+size_t others(const std::string &path, unsigned long thread_id) {
+    size_t n = 0;
+    for (const auto &row : read_json_lines(path)) {
+        n += row.value("kind", "") == "statement" && row.value("THREAD_ID", 0ul) != thread_id &&
+             row.value("EVENT_NAME", "").starts_with("statement/sql/");
+    }
+    return n;
+}
+
+class AgentTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        MYSQLTRACE_REQUIRE_ROOT();
+        char templ[] = "/tmp/mtagent-XXXXXX";
+        ASSERT_NE(::mkdtemp(templ), nullptr);
+        base_ = templ;
+        out_ = base_ + "/out";
+        // The harness's servers go under base_, and the agent traces only
+        // those: other servers of this machine (parallel tests) are left alone.
+        const char *old = std::getenv("TMPDIR");
+        old_tmpdir_ = old ? old : "";
+        ::setenv("TMPDIR", base_.c_str(), 1);
+    }
+    void TearDown() override {
+        if (old_tmpdir_.empty()) {
+            ::unsetenv("TMPDIR");
+        } else {
+            ::setenv("TMPDIR", old_tmpdir_.c_str(), 1);
+        }
+        std::error_code ec;
+        fs::remove_all(base_, ec);
+    }
+
+    std::string base_, out_, old_tmpdir_;
+};
+
+// Waits for the agent's "attached pid=N" line and returns its fields.
+std::map<std::string, std::string> wait_attached(BackgroundCommand &agent, pid_t pid,
+                                                 double *seconds) {
+    const auto t0 = Clock::now();
+    const std::string prefix = "attached pid=" + std::to_string(pid) + " ";
+    EXPECT_TRUE(agent.wait_for_stderr(prefix, 60000)) << agent.stderr_so_far();
+    // The agent writes each line whole; a read may still end inside it.
+    for (int i = 0; i < 100; i++) {
+        const auto &log = agent.stderr_so_far();
+        if (log.find('\n', log.find(prefix)) != std::string::npos) {
+            break;
+        }
+        agent.wait_for_stderr("\n" + prefix, 100);
+    }
+    *seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return agent_line(agent.stderr_so_far(), prefix);
+}
+
+// Two statements on a new connection, right after the attach line; the
+// connection's id. The files are read once the server has stopped and the
+// agent has drained its rings: no waiting here.
+unsigned long workload(MariadbServer &server, const std::string &tag) {
+    MYSQL *m = connect_to(server);
+    const unsigned long id = mysql_thread_id(m);
+    EXPECT_EQ(run_query(m, "SELECT '" + tag + "'"), 0u);
+    EXPECT_EQ(run_query(m, "SELECT 1 + 41 AS " + tag), 0u);
+    mysql_close(m);
+    return id;
+}
+
+TEST_F(AgentTest, ServersAttachedTracedDetachedAndReattached) {
+    BackgroundCommand agent({MYSQLTRACE_BINARY, "agent", "--output-dir", out_, "--socket-prefix",
+                             base_ + "/", "--format", "json,slowlog", "--rescan-ms", "500"});
+    ASSERT_TRUE(agent.wait_for_stderr("agent watching")) << agent.stderr_so_far();
+    // A program named mysqld that listens like a server but is none (a
+    // copy of python): reported once, with why, and left alone.
+    const std::string impostor = base_ + "/mysqld";
+    fs::copy_file("/usr/bin/python3", impostor);
+    auto fake = harness::spawn({impostor, "-c",
+                                "import socket, time\n"
+                                "s = socket.socket(socket.AF_UNIX)\n"
+                                "s.bind('" +
+                                    base_ +
+                                    "/fake.sock')\n"
+                                    "s.listen()\n"
+                                    "time.sleep(600)\n"},
+                               base_ + "/fake.log", false);
+    ASSERT_TRUE(fake) << fake.error().message;
+    const std::string refused =
+        "not tracing pid=" + std::to_string(*fake) + " (" + impostor + "): ";
+    EXPECT_TRUE(agent.wait_for_stderr(refused)) << agent.stderr_so_far();
+
+    struct Traced {
+        std::unique_ptr<MariadbServer> server;
+        std::map<std::string, std::string> line;
+        unsigned long thread_id = 0;
+        std::string tag;
+    };
+    std::vector<Traced> servers;
+    const ServerFlavour flavours[] = {ServerFlavour::mariadb, ServerFlavour::mariadb,
+                                      ServerFlavour::mysql};
+    for (size_t i = 0; i < std::size(flavours); i++) {
+        ServerOptions opts;
+        opts.flavour = flavours[i];
+        if (opts.flavour == ServerFlavour::mysql) {
+            opts.extra_args = {"--performance-schema=OFF"};
+        }
+        auto s = MariadbServer::start(opts);
+        ASSERT_TRUE(s) << s.error().message;
+        Traced t;
+        t.server = std::move(s).value();
+        double took = 0;
+        t.line = wait_attached(agent, t.server->pid(), &took);
+        std::printf("server %zu (%s): attached %.2f s after it answered\n", i,
+                    flavour_name(flavours[i]).c_str(), took);
+        // Its labels: what the server says of itself, and where it listens.
+        EXPECT_EQ(t.line["flavour"], flavour_name(flavours[i]));
+        EXPECT_TRUE(t.server->version().starts_with(t.line["version"]) &&
+                    !t.line["version"].empty())
+            << t.line["version"] << " vs " << t.server->version();
+        EXPECT_EQ(t.line["port"], std::to_string(t.server->port()));
+        EXPECT_EQ(t.line["socket"], t.server->socket_path());
+        EXPECT_EQ(t.line["dir"],
+                  out_ + "/" + flavour_name(flavours[i]) + "-" + std::to_string(t.server->port()));
+        EXPECT_EQ(t.line["container"], "-");
+        t.tag = "agent_" + std::to_string(i);
+        t.thread_id = workload(*t.server, t.tag);
+        servers.push_back(std::move(t));
+    }
+    // Three servers' links and maps, which bpftool lists.
+    const Held all_attached = held_by(agent.pid());
+    std::printf("agent with 3 servers attached: %zu links, %zu maps, RSS %s\n",
+                all_attached.links.size(), all_attached.maps.size(), rss_of(agent.pid()).c_str());
+    EXPECT_FALSE(all_attached.links.empty());
+    EXPECT_FALSE(all_attached.maps.empty());
+    EXPECT_EQ(still_listed(all_attached.links, "link"), all_attached.links);
+    EXPECT_EQ(still_listed(all_attached.maps, "map"), all_attached.maps);
+
+    // The first MariaDB restarts: same datadir, port and socket, new pid.
+    auto &first = servers[0];
+    const pid_t old_pid = first.server->pid();
+    std::string cmdline =
+        harness::read_file("/proc/" + std::to_string(old_pid) + "/cmdline").value_or("");
+    std::vector<std::string> argv;
+    for (size_t at = 0; at < cmdline.size();) {
+        const size_t nul = cmdline.find('\0', at);
+        argv.push_back(cmdline.substr(at, nul - at));
+        at = nul == std::string::npos ? cmdline.size() : nul + 1;
+    }
+    ASSERT_FALSE(argv.empty());
+    ASSERT_TRUE(first.server->stop());
+    ASSERT_TRUE(
+        agent.wait_for_stderr("detached pid=" + std::to_string(old_pid) + " (server exited)"))
+        << agent.stderr_so_far();
+    // Its links and maps are gone from the machine; the others' are not.
+    const Held one_gone = held_by(agent.pid());
+    EXPECT_LT(one_gone.links.size(), all_attached.links.size());
+    EXPECT_LT(one_gone.maps.size(), all_attached.maps.size());
+    std::set<int> gone_links, gone_maps;
+    std::ranges::set_difference(all_attached.links, one_gone.links,
+                                std::inserter(gone_links, gone_links.end()));
+    std::ranges::set_difference(all_attached.maps, one_gone.maps,
+                                std::inserter(gone_maps, gone_maps.end()));
+    EXPECT_EQ(left_behind(gone_links, "link"), std::set<int>{});
+    EXPECT_EQ(left_behind(gone_maps, "map"), std::set<int>{});
+    EXPECT_EQ(still_listed(one_gone.links, "link"), one_gone.links);
+
+    auto restarted = harness::spawn(argv, first.server->error_log_path(), false);
+    ASSERT_TRUE(restarted) << restarted.error().message;
+    double took = 0;
+    auto again = wait_attached(agent, *restarted, &took);
+    EXPECT_EQ(again["dir"], first.line["dir"]);
+    EXPECT_EQ(again["socket"], first.line["socket"]);
+    // Attached once it listens: a client can connect now.
+    MYSQL *m = connect_to(*first.server);
+    const unsigned long again_id = mysql_thread_id(m);
+    EXPECT_EQ(run_query(m, "SELECT 'after restart'"), 0u);
+    mysql_close(m);
+    ::kill(*restarted, SIGTERM);
+    ASSERT_TRUE(harness::wait_child(*restarted, Clock::now() + std::chrono::seconds(60)));
+    EXPECT_TRUE(
+        agent.wait_for_stderr("detached pid=" + std::to_string(*restarted) + " (server exited)"))
+        << agent.stderr_so_far();
+
+    for (size_t i = 1; i < servers.size(); i++) {
+        const pid_t pid = servers[i].server->pid();
+        ASSERT_TRUE(servers[i].server->stop());
+        EXPECT_TRUE(
+            agent.wait_for_stderr("detached pid=" + std::to_string(pid) + " (server exited): "))
+            << agent.stderr_so_far();
+    }
+    std::printf("agent with every server gone: RSS %s\n", rss_of(agent.pid()).c_str());
+    // Every server gone: nothing of theirs is left in the kernel.
+    const Held none = held_by(agent.pid());
+    EXPECT_EQ(none.links, std::set<int>{});
+    EXPECT_EQ(none.maps, std::set<int>{});
+    EXPECT_EQ(left_behind(all_attached.links, "link"), std::set<int>{});
+    EXPECT_EQ(left_behind(all_attached.maps, "map"), std::set<int>{});
+
+    // Many rescans later, the impostor was still reported only once.
+    const std::string &log = agent.stderr_so_far();
+    EXPECT_EQ(log.find(refused, log.find(refused) + 1), std::string::npos) << log;
+    EXPECT_NE(log.find(refused + "pid " + std::to_string(*fake) +
+                       " is not a MySQL/MariaDB server (no dispatch_command symbol)\n"),
+              std::string::npos)
+        << log;
+    auto result = agent.stop(SIGTERM);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    ::kill(*fake, SIGKILL);
+    harness::wait_child(*fake, Clock::now() + std::chrono::seconds(10));
+    EXPECT_NE(result.err.find("agent stopped (terminated): 4 server(s) attached, 1 running "
+                              "server(s) not traced"),
+              std::string::npos)
+        << result.err;
+
+    // Each server's files hold exactly its statements.
+    for (size_t i = 0; i < servers.size(); i++) {
+        auto &t = servers[i];
+        // The restarted server rotated its first run's file away.
+        const std::string json =
+            t.line["dir"] + (i == 0 ? "/statements.json.1" : "/statements.json");
+        EXPECT_EQ(traced_texts(json, t.thread_id),
+                  (std::vector<std::string>{"SELECT '" + t.tag + "'", "SELECT 1 + 41 AS " + t.tag}))
+            << json;
+        EXPECT_EQ(others(json, t.thread_id), 0u) << json;
+        const std::string slow =
+            harness::read_file(t.line["dir"] + (i == 0 ? "/slow.log.1" : "/slow.log")).value_or("");
+        EXPECT_NE(slow.find("SELECT '" + t.tag + "';\n"), std::string::npos) << slow;
+        EXPECT_NE(slow.find("SELECT 1 + 41 AS " + t.tag + ";\n"), std::string::npos) << slow;
+    }
+    const std::string json = first.line["dir"] + "/statements.json";
+    EXPECT_EQ(traced_texts(json, again_id), std::vector<std::string>{"SELECT 'after restart'"});
+    EXPECT_EQ(others(json, again_id), 0u);
+}
+
+}  // namespace
+}  // namespace mysqltrace::test

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "agent/agent.h"
+
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cctype>
+#include <csignal>
+#include <filesystem>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "bpf/handles.h"
+#include "doctor/trace_plan.h"
+#include "server/hooks.h"
+#include "server/server_target.h"
+#include "trace/trace_loop.h"
+
+namespace mysqltrace::agent {
+
+namespace {
+
+int pidfd_open(pid_t pid) {
+    return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
+
+std::optional<uint64_t> start_ticks_now(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) {
+        return std::nullopt;
+    }
+    return parse_stat_start_ticks(line);
+}
+
+// Epoll tags: the signal fd, the rescan timer, then two per attached server
+// (its rings, its pidfd) from its serial number.
+constexpr uint64_t kSignalTag = 0, kTimerTag = 1, kServerBase = 2;
+
+class Agent {
+  public:
+    Agent(const AgentOptions &opts, std::ostream &log) : opts_(opts), log_(log) {}
+    Result<void> run();
+
+  private:
+    struct Attached {
+        std::unique_ptr<TracedServer> server;
+        bpf::Fd pidfd;
+    };
+
+    // One whole line, written at once: a reader of the log (journald, a
+    // test) never sees half of it.
+    void say(const std::string &line) { log_ << ("mysqltrace: " + line + "\n") << std::flush; }
+    bool add(int fd, uint64_t tag);
+    void rescan();
+    void attach(const ProcessLabels &labels);
+    void refuse(const ProcessLabels &labels, const std::string &why);
+    void detach(uint64_t serial, const char *why);
+    void drain_all();
+
+    const AgentOptions &opts_;
+    std::ostream &log_;
+    bpf::Fd ep_;
+    std::map<uint64_t, Attached> attached_;  // by serial
+    std::set<ProcessId> traced_, refused_, waiting_;
+    uint64_t next_serial_ = 0;
+    uint64_t attached_total_ = 0;
+};
+
+bool Agent::add(int fd, uint64_t tag) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = tag;
+    return ::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
+void Agent::refuse(const ProcessLabels &labels, const std::string &why) {
+    refused_.insert(labels.id);
+    say("not tracing pid=" + std::to_string(labels.id.pid) + " (" + labels.exe + "): " + why);
+}
+
+void Agent::attach(const ProcessLabels &labels) {
+    const pid_t pid = labels.id.pid;
+    auto target = server::resolve_server(pid);
+    if (!target) {
+        if (target.error().code == ESRCH) {
+            return;  // gone meanwhile
+        }
+        refuse(labels, target.error().message);
+        return;
+    }
+    bpf::Fd pidfd(pidfd_open(pid));
+    // The pidfd and what was analysed must be the process that was listed.
+    if (!pidfd.valid() || start_ticks_now(pid) != labels.id.start_ticks) {
+        return;
+    }
+    ServerLabels sl;
+    sl.process = labels;
+    sl.version = server::server_version(*target->file, pid, target->load_bias);
+    sl.flavour = doctor::server_flavour(target->profile, sl.version);
+    for (char &c : sl.flavour) {
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    std::vector<std::string> notes;
+    auto traced = TracedServer::start(sl, std::move(target).value(), opts_.server, notes);
+    if (!traced) {
+        if (start_ticks_now(pid) != labels.id.start_ticks) {
+            say("pid=" + std::to_string(pid) + " exited while being attached");
+            return;
+        }
+        refuse(labels, traced.error().message);
+        return;
+    }
+    const uint64_t serial = next_serial_++;
+    Attached a{std::move(traced).value(), std::move(pidfd)};
+    if (!add(a.server->epoll_fd(), kServerBase + 2 * serial) ||
+        !add(a.pidfd.get(), kServerBase + 2 * serial + 1)) {
+        refuse(labels, "cannot watch it: " + std::string(strerror(errno)));
+        return;
+    }
+    traced_.insert(labels.id);
+    attached_total_++;
+    // Said once the probes are in: every statement that starts after this
+    // line is traced.
+    say("attached " + describe(a.server->labels()) + " dir=" + a.server->dir() +
+        " probes=" + std::to_string(a.server->probe_count()) + " (" + a.server->path_note() + ")");
+    for (const auto &n : notes) {
+        say("pid=" + std::to_string(pid) + ": " + n);
+    }
+    attached_.emplace(serial, std::move(a));
+}
+
+void Agent::rescan() {
+    auto found = find_server_processes();
+    const std::set<ProcessId> now(found.begin(), found.end());
+    for (auto *set : {&refused_, &waiting_}) {
+        std::erase_if(*set, [&](const ProcessId &id) { return now.count(id) == 0; });
+    }
+    for (const auto &id : found) {
+        if (traced_.count(id) || refused_.count(id)) {
+            continue;
+        }
+        auto labels = read_process_labels(id);
+        if (!labels) {
+            continue;  // gone
+        }
+        // A server that does not listen yet (starting, or a bootstrap run
+        // such as mariadb-install-db's) runs no client's statements.
+        if (!labels->listening()) {
+            if (waiting_.insert(id).second && opts_.verbose > 0) {
+                say("pid=" + std::to_string(id.pid) + " (" + labels->exe + ") does not listen yet");
+            }
+            continue;
+        }
+        waiting_.erase(id);
+        if (!opts_.socket_prefix.empty() &&
+            std::ranges::none_of(labels->sockets, [&](const std::string &s) {
+                return s.starts_with(opts_.socket_prefix);
+            })) {
+            continue;  // not one of ours: looked at again next time, unattached
+        }
+        attach(*labels);
+    }
+}
+
+void Agent::detach(uint64_t serial, const char *why) {
+    auto it = attached_.find(serial);
+    if (it == attached_.end()) {
+        return;
+    }
+    auto &a = it->second;
+    ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, a.server->epoll_fd(), nullptr);
+    ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, a.pidfd.get(), nullptr);
+    const std::string totals = a.server->finish();
+    const pid_t pid = a.server->labels().process.id.pid;
+    traced_.erase(a.server->labels().process.id);
+    attached_.erase(it);  // probes, links, maps and rings go with the tracer
+    say("detached pid=" + std::to_string(pid) + " (" + why + "): " + totals);
+}
+
+void Agent::drain_all() {
+    for (auto &[serial, a] : attached_) {
+        if (auto polled = a.server->poll(); !polled) {
+            say("pid=" + std::to_string(a.server->labels().process.id.pid) + ": " +
+                polled.error().message);
+        }
+    }
+}
+
+Result<void> Agent::run() {
+    trace::block_stop_signals();
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+        sigaddset(&mask, sig);
+    }
+    bpf::Fd sigfd(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+    bpf::Fd timer(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    ep_ = bpf::Fd(::epoll_create1(EPOLL_CLOEXEC));
+    if (!sigfd.valid() || !timer.valid() || !ep_.valid()) {
+        return make_error(errno, "cannot set up the event loop");
+    }
+    itimerspec period{};
+    period.it_interval.tv_sec = opts_.rescan_ms / 1000;
+    period.it_interval.tv_nsec = static_cast<long>(opts_.rescan_ms % 1000) * 1'000'000;
+    period.it_value = period.it_interval;
+    if (::timerfd_settime(timer.get(), 0, &period, nullptr) != 0 || !add(sigfd.get(), kSignalTag) ||
+        !add(timer.get(), kTimerTag)) {
+        return make_error(errno, "cannot set up the event loop");
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(opts_.server.output_dir, ec);
+    if (ec || !std::filesystem::is_directory(opts_.server.output_dir)) {
+        return Error{ec.value(), "cannot create --output-dir " + opts_.server.output_dir +
+                                     (ec ? ": " + ec.message() : ": not a directory")};
+    }
+    say("agent watching for mysqld/mariadbd every " + std::to_string(opts_.rescan_ms) +
+        " ms; files under " + opts_.server.output_dir + "; Ctrl-C to stop");
+    const uint64_t start = bpf::monotonic_ns();
+    rescan();
+    const uint64_t end =
+        opts_.duration_s > 0 ? start + static_cast<uint64_t>(opts_.duration_s * 1e9) : UINT64_MAX;
+    uint64_t next_tick = start + 1'000'000'000;
+    bool stop = false;
+    const char *stop_why = "agent stopped";
+    while (!stop) {
+        epoll_event evs[16];
+        const int n = ::epoll_wait(ep_.get(), evs, 16, 100);
+        if (n < 0 && errno != EINTR) {
+            return make_error(errno, "waiting for events failed");
+        }
+        std::vector<uint64_t> exited;
+        for (int i = 0; i < n; i++) {
+            const uint64_t tag = evs[i].data.u64;
+            if (tag == kSignalTag) {
+                signalfd_siginfo si{};
+                while (::read(sigfd.get(), &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+                    if (si.ssi_signo == SIGHUP) {
+                        say("SIGHUP: no configuration to reload");
+                    } else {
+                        stop = true;
+                        stop_why = si.ssi_signo == SIGINT ? "interrupted" : "terminated";
+                    }
+                }
+            } else if (tag == kTimerTag) {
+                uint64_t expirations = 0;
+                (void)::read(timer.get(), &expirations, sizeof(expirations));
+                if (!stop) {
+                    rescan();
+                }
+            } else if ((tag - kServerBase) % 2 == 1) {
+                exited.push_back((tag - kServerBase) / 2);
+            }
+        }
+        drain_all();
+        for (uint64_t serial : exited) {
+            detach(serial, "server exited");
+        }
+        const uint64_t now = bpf::monotonic_ns();
+        if (now >= end) {
+            stop = true;
+            stop_why = "duration reached";
+        }
+        if (now >= next_tick) {
+            for (auto &[serial, a] : attached_) {
+                a.server->tick();
+            }
+            next_tick = now + 1'000'000'000;
+        }
+    }
+    // The probe at a statement's end fires just after its client has the
+    // reply: a stop sent on seeing it must not lose that statement.
+    const uint64_t grace_end = bpf::monotonic_ns() + 50'000'000;
+    while (bpf::monotonic_ns() < grace_end) {
+        drain_all();
+        ::usleep(5000);
+    }
+    while (!attached_.empty()) {
+        detach(attached_.begin()->first, stop_why);
+    }
+    say(std::string("agent stopped (") + stop_why + "): " + std::to_string(attached_total_) +
+        " server(s) attached, " + std::to_string(refused_.size()) +
+        " running server(s) not traced");
+    return {};
+}
+
+}  // namespace
+
+Result<void> run_agent(const AgentOptions &opts, std::ostream &log) {
+    Agent agent(opts, log);
+    return agent.run();
+}
+
+}  // namespace mysqltrace::agent

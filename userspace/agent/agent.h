@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// `mysqltrace agent`: every mysqld/mariadbd of the host traced on its own,
+// in one process. Every rescan period the agent lists the server processes
+// (agent/discovery.h); one that listens (a client can reach it) is analysed
+// from its binary and given a statement tracer (agent/traced_server.h); one
+// the analysis refuses is reported once, with why, and left alone. A
+// server's exit (its pidfd) detaches it: its rings drained, its files
+// flushed, its probes and maps gone. A restart is a new process: attached
+// again. Ctrl-C or SIGTERM detaches every server, each with its totals.
+#pragma once
+
+#include <ostream>
+
+#include "agent/traced_server.h"
+#include "util/result.h"
+
+namespace mysqltrace::agent {
+
+struct AgentOptions {
+    TracedServerOptions server;
+    int rescan_ms = 1000;
+    // Only servers listening on a unix socket whose path starts with this
+    // ("": every server).
+    std::string socket_prefix;
+    double duration_s = 0;  // 0: until a signal
+    int verbose = 0;
+};
+
+// Runs until SIGINT/SIGTERM (or the duration); reports to `log` (stderr).
+// Errors only for what stops every server (no event loop).
+Result<void> run_agent(const AgentOptions &opts, std::ostream &log);
+
+}  // namespace mysqltrace::agent

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "agent/traced_server.h"
+
+#include <sys/stat.h>
+
+#include <cctype>
+#include <cerrno>
+
+#include "doctor/trace_plan.h"
+#include "trace/trace_loop.h"
+
+namespace mysqltrace::agent {
+
+namespace {
+
+std::string keep_safe(std::string s) {
+    for (char &c : s) {
+        if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '.' && c != '_' && c != '@' &&
+            c != '-') {
+            c = '_';
+        }
+    }
+    return s;
+}
+
+std::string or_dash(const std::string &s) {
+    return s.empty() ? "-" : s;
+}
+
+// A directory of ours: made 0750, or already there and not a symlink.
+Result<void> make_dir(const std::string &path) {
+    if (::mkdir(path.c_str(), 0750) != 0 && errno != EEXIST) {
+        return make_error(errno, "cannot create " + path);
+    }
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) {
+        return make_error(errno, "cannot stat " + path);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        return Error{ENOTDIR, path + " exists and is not a directory"};
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string server_dir_name(const ServerLabels &l) {
+    std::string name;
+    const auto &p = l.process;
+    if (p.cgroup.container) {
+        name = p.cgroup.container->runtime + "-" + p.cgroup.container->id.substr(0, 12) + "-";
+    } else if (!p.cgroup.unit.empty()) {
+        name = p.cgroup.unit + "-";
+    }
+    name += l.flavour + "-";
+    if (!p.ports.empty()) {
+        name += std::to_string(p.ports.front());
+    } else if (!p.sockets.empty()) {
+        const auto &s = p.sockets.front();
+        name += "sock-" + s.substr(s.rfind('/') + 1);
+    } else {
+        name += "pid" + std::to_string(p.id.pid);
+    }
+    return keep_safe(name);
+}
+
+std::string describe(const ServerLabels &l) {
+    const auto &p = l.process;
+    std::string ports, sockets;
+    for (auto port : p.ports) {
+        ports += (ports.empty() ? "" : ",") + std::to_string(port);
+    }
+    for (const auto &s : p.sockets) {
+        sockets += (sockets.empty() ? "" : ",") + s;
+    }
+    std::string container = "-";
+    if (p.cgroup.container) {
+        container = p.cgroup.container->runtime + ":" + p.cgroup.container->id;
+    }
+    return "pid=" + std::to_string(p.id.pid) + " flavour=" + l.flavour +
+           " version=" + or_dash(l.version) + " port=" + or_dash(ports) +
+           " socket=" + or_dash(sockets) + " cgroup=" + or_dash(p.cgroup.path) +
+           " unit=" + or_dash(p.cgroup.unit) + " container=" + container;
+}
+
+Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
+                                                          server::ServerTarget target,
+                                                          const TracedServerOptions &opts,
+                                                          std::vector<std::string> &notes) {
+    std::unique_ptr<TracedServer> s(new TracedServer());
+    s->labels_ = std::move(labels);
+    s->target_ = std::make_unique<server::ServerTarget>(std::move(target));
+    const pid_t pid = s->labels_.process.id.pid;
+    s->dir_ = opts.output_dir + "/" + server_dir_name(s->labels_);
+    if (auto made = make_dir(s->dir_); !made) {
+        return made.error();
+    }
+    // A restarted server (same port) appends to its directory: its last
+    // files are rotated away, not truncated.
+    output::Rotation rotation = opts.rotation;
+    if (opts.json) {
+        auto f = output::OutputFile::open(s->dir_ + "/statements.json", false, rotation);
+        if (!f) {
+            return f.error();
+        }
+        s->json_ = std::move(f).value();
+    }
+    if (opts.slowlog) {
+        auto f = output::OutputFile::open(s->dir_ + "/slow.log", false, rotation);
+        if (!f) {
+            return f.error();
+        }
+        s->slowlog_ = std::move(f).value();
+    }
+    auto plan = doctor::plan_trace(*s->target_, opts.stages, pid);
+    notes = plan.notes;
+    TracedServer *self = s.get();
+    s->render_ = std::make_unique<output::ServerRenderer>(
+        output::ServerFormat::json, static_cast<uint32_t>(pid), s->target_->stages,
+        [self](uint64_t addr) {
+            return self->tracer_ ? self->tracer_->stage_name_at(addr) : std::string();
+        });
+    server::StatementTracerOptions to;
+    to.max_sql = opts.max_sql;
+    to.stages = plan.stages;
+    to.ring.bytes_per_cpu = opts.ring_bytes_per_cpu;
+    to.show_secrets = opts.show_secrets;
+    // The slow log's User@Host; the slow log alone prints an EXECUTE with
+    // its values, as the server's own slow log does.
+    to.accounts = opts.slowlog;
+    to.prepared_text = opts.json;
+    auto tracer = server::StatementTracer::attach(
+        *s->target_, to, [self](const server::Statement &st) { self->on_statement(st); });
+    if (!tracer) {
+        return tracer.error();
+    }
+    s->tracer_ = std::move(tracer).value();
+    return s;
+}
+
+TracedServer::~TracedServer() = default;
+
+int TracedServer::epoll_fd() const {
+    return tracer_->rings().epoll_fd();
+}
+
+Result<int> TracedServer::poll() {
+    return tracer_->rings().poll(0);
+}
+
+void TracedServer::on_statement(const server::Statement &st) {
+    statements_++;
+    failed_ += st.failed() ? 1 : 0;
+    if (json_) {
+        json_->write(render_->statement(st));
+    }
+    if (slowlog_) {
+        slowlog_->write(slow_.statement(st, tracer_->accounts().of(st.thread_id)));
+    }
+}
+
+void TracedServer::tick() {
+    tracer_->refresh_clock();
+    for (auto *f : {json_.get(), slowlog_.get()}) {
+        if (f != nullptr) {
+            f->flush();
+        }
+    }
+}
+
+std::string TracedServer::finish() {
+    auto flushed = tracer_->rings().flush();
+    tracer_->flush_held();
+    for (auto *f : {json_.get(), slowlog_.get()}) {
+        if (f != nullptr) {
+            f->flush();
+        }
+    }
+    std::string s = std::to_string(statements_) + " statements";
+    if (failed_) {
+        s += ", " + std::to_string(failed_) + " failed";
+    }
+    if (tracer_->undecodable()) {
+        s += ", " + std::to_string(tracer_->undecodable()) + " undecodable records";
+    }
+    s += ", " + trace::drop_summary(tracer_->rings().stats());
+    if (!flushed) {
+        s += " (" + flushed.error().message + ")";
+    }
+    for (auto *f : {json_.get(), slowlog_.get()}) {
+        if (f != nullptr && f->failed()) {
+            s += "; " + f->name() + " stopped after a write error";
+        }
+    }
+    return s;
+}
+
+}  // namespace mysqltrace::agent

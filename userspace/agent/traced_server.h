@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// One server the agent traces: its labels, its statement tracer (the one
+// `mysqltrace server` runs) and the rotated files its statements go to, in
+// a directory of its own named from its labels.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/discovery.h"
+#include "output/output_file.h"
+#include "output/server_render.h"
+#include "output/slowlog.h"
+#include "server/server_target.h"
+#include "server/statement_tracer.h"
+#include "util/result.h"
+
+namespace mysqltrace::agent {
+
+// What the agent reports of a server: /proc's labels and what its binary says.
+struct ServerLabels {
+    ProcessLabels process;
+    std::string flavour;  // "mariadb" or "mysql"
+    std::string version;  // as the server reports it, "" when unreadable
+};
+
+// The directory name of a server's files: [container id (12 digits) or
+// systemd unit-]flavour-(first port | "sock-"socket file name | "pid"PID),
+// with only [A-Za-z0-9._@-] kept. Stable across the server's restarts when
+// its port (or socket) is.
+std::string server_dir_name(const ServerLabels &labels);
+
+// "pid=42 flavour=mariadb version=... port=3306 socket=/run/... cgroup=/...
+// unit=... container=docker:<id>": one key=value list, "-" for none.
+std::string describe(const ServerLabels &labels);
+
+struct TracedServerOptions {
+    std::string output_dir;  // the server's directory is made here
+    bool json = true;        // statements.json, performance_schema's columns
+    bool slowlog = false;    // slow.log, MySQL's slow query log
+    output::Rotation rotation;
+    server::StageMode stages = server::StageMode::sampled;
+    uint32_t max_sql = 65536;
+    uint64_t ring_bytes_per_cpu = 1u << 20;
+    bool show_secrets = false;
+};
+
+class TracedServer {
+  public:
+    // Attaches to `target` (resolved for labels.process.id.pid). Notes about
+    // what the build lacks go to `notes`.
+    static Result<std::unique_ptr<TracedServer>> start(ServerLabels labels,
+                                                       server::ServerTarget target,
+                                                       const TracedServerOptions &opts,
+                                                       std::vector<std::string> &notes);
+    ~TracedServer();
+
+    const ServerLabels &labels() const { return labels_; }
+    const std::string &dir() const { return dir_; }
+    size_t probe_count() const { return tracer_->probe_count(); }
+    const std::string &path_note() const { return tracer_->path_note(); }
+    // Readable when a ring has records.
+    int epoll_fd() const;
+    // Drains the rings without waiting.
+    Result<int> poll();
+    // Once a second: the clock offset, the files.
+    void tick();
+    // Drains everything, hands over held statements, flushes the files;
+    // returns "N statements, M records dropped". Call once, at the end.
+    std::string finish();
+
+  private:
+    TracedServer() = default;
+    void on_statement(const server::Statement &st);
+
+    ServerLabels labels_;
+    std::string dir_;
+    std::unique_ptr<server::ServerTarget> target_;  // the renderer holds its stage table
+    std::unique_ptr<output::OutputFile> json_, slowlog_;
+    std::unique_ptr<output::ServerRenderer> render_;
+    output::SlowlogRenderer slow_;
+    std::unique_ptr<server::StatementTracer> tracer_;
+    uint64_t statements_ = 0, failed_ = 0;
+};
+
+}  // namespace mysqltrace::agent

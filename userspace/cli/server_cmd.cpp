@@ -11,6 +11,7 @@
 #include "output/output_file.h"
 #include "output/pfs_sql.h"
 #include "output/server_render.h"
+#include "output/server_threads.h"
 #include "output/slowlog.h"
 #include "server/statement_tracer.h"
 #include "trace/trace_loop.h"
@@ -29,6 +30,7 @@ struct ServerArgs : TraceArgs {
     double stage_duration = 0;
     bool waits = false;
     bool table_io = false;
+    bool threads = false;
     double min_duration_ms = 0;
     std::string db;
     std::string user;
@@ -274,6 +276,25 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         }
         maybe_detach();
     };
+    // --threads: connections as they log in and end (not in the slow log,
+    // whose format has no place for them, nor in the WL#4878 files yet).
+    output::Clock conn_clock;
+    std::string conn_line;
+    if (a.threads && !slowlog && !pfs_sql) {
+        opts.on_connection = [&](const server::Connection &c) {
+            if ((a.thread_id && c.thread_id != a.thread_id) ||
+                (!a.user.empty() && c.user != a.user)) {
+                return;
+            }
+            conn_line.clear();
+            if (format == output::ServerFormat::json) {
+                output::connection_json(conn_line, static_cast<uint32_t>(a.pid), c);
+            } else {
+                output::connection_text(conn_line, conn_clock, c);
+            }
+            o.write(conn_line);
+        };
+    }
     auto tracer = server::StatementTracer::attach(*target, opts, on_statement, on_wait);
     if (!tracer) {
         std::cerr << "mysqltrace: " << tracer.error().message << "\n";
@@ -288,6 +309,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     std::cerr << "mysqltrace: tracing " << what << " of pid " << a.pid << " ("
               << (*tracer)->probe_count() << " probes: " << (*tracer)->path_note()
               << "); Ctrl-C to stop\n";
+    if (!(*tracer)->threads_note().empty()) {
+        std::cerr << "mysqltrace: --threads: " << (*tracer)->threads_note() << "\n";
+    }
     trace::LoopOptions lo;
     lo.duration_s = a.duration;
     lo.reader_nice = a.reader_nice;
@@ -324,6 +348,10 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     }
     if (a.waits || a.table_io) {
         totals += ", " + std::to_string(waits) + " waits";
+    }
+    if (opts.on_connection) {
+        totals += ", " + std::to_string((*tracer)->connections().connects()) + " connects, " +
+                  std::to_string((*tracer)->connections().disconnects()) + " disconnects";
     }
     if (trace_files) {
         totals +=
@@ -373,6 +401,12 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
                   "wait/io/table/sql/handler waits (OPERATION fetch, insert, update, delete; "
                   "OBJECT_SCHEMA and OBJECT_NAME the table): two probes on the handler's "
                   "method per row, a few microseconds each; for short, focused traces");
+    cmd->add_flag("--threads", a->threads,
+                  "Also connections, as performance_schema's threads table shows them: one "
+                  "line as each connection logs in (user, host, schema, socket or TCP/IP, and "
+                  "the connect attributes its client sent, such as program_name, where the "
+                  "server hands them over) and one as it ends; three probes per connection, "
+                  "none per statement (text and json formats)");
     cmd->add_option("--sample-hz", a->sample_hz, "Stage samples per second per CPU (sampled)")
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();

@@ -78,6 +78,17 @@ struct ThdLayout {  // -1 = not found
     int64_t lock_time = -1;
     bool lock_is_duration = false;
     int64_t command = -1;  // enum_server_command (4 bytes): the command running
+
+    // Memory the connection's thread holds (server/thd_layout_memory.cpp):
+    // in use now, and its high-water mark (8 bytes each). MariaDB:
+    // status_var.local_memory_used and max_local_memory_used, the mark kept
+    // since the connection began; MySQL: Thd_mem_cnt's mem_counter and
+    // max_conn_mem, the mark reset as each command begins
+    // (mem_max_per_command), counted only while performance_schema's memory
+    // instrumentation runs.
+    int64_t mem_used = -1;
+    int64_t mem_max = -1;
+    bool mem_max_per_command = false;
 };
 
 // Errors only when thread_id cannot be found; any other field whose code

@@ -26,6 +26,7 @@ enum mt_event_type {
     MT_EV_CALL = 7,             // `calls`: a function entry/return, annotation or thread exit
     MT_EV_SERVER_ACCOUNT = 8,   // a server connection's account (struct mt_server_account_event)
     MT_EV_SERVER_TABLE_IO = 9,  // a handler row operation returned (mt_server_table_io_event)
+    MT_EV_SERVER_THREAD = 12,   // a connection logged in or ended (mt_server_thread_event)
 };
 
 // Common header of every record. `size` is the whole record including this
@@ -125,6 +126,11 @@ enum mt_statement_flags {
     // entry was seen, so begin (per-thread counters) is not known; the
     // start is the THD's start_utime and the text the THD's.
     MT_STMT_ONEPASS = 64,
+    // mem_used and mem_max were read from the THD (else unknown in this build).
+    MT_STMT_MEMORY = 128,
+    // mem_max is the mark since the command began (MySQL), not since the
+    // connection began (MariaDB).
+    MT_STMT_MEMORY_PER_COMMAND = 256,
 };
 
 struct mt_server_statement_event {
@@ -154,6 +160,10 @@ struct mt_server_statement_event {
     __u32 samples_lost;      // samples of stages beyond MT_STAGE_SLOTS
     __u32 sample_period_us;  // timer sampling period (0: not sampled)
     char sqlstate[8];        // RETURNED_SQLSTATE, NUL-terminated
+    // Memory the connection's thread holds at the end, and its high-water
+    // mark (server/thd_layout.h says since when); MT_STMT_MEMORY.
+    __u64 mem_used;
+    __u64 mem_max;
     struct mt_task_counters begin, end;
     // n_stages struct mt_stage_mark, n_samples struct mt_stage_samples, then
     // message, schema, statement text: a statement sends only what it has.
@@ -207,6 +217,33 @@ struct mt_server_account_event {
     char user[MT_MAX_ACCOUNT_USER];  // NUL-terminated; empty: none (a system thread)
     char host[MT_MAX_ACCOUNT_HOST];  // the client's host name, else its IP address
     __u8 _pad0[7];
+};
+
+// Connections (server --threads), as performance_schema.threads shows them:
+// one record when a connection has logged in, one as it ends, and the
+// connect attributes its client sent, when the server hands them to
+// performance_schema (MySQL with performance_schema on), just before login.
+enum mt_thread_op {
+    MT_THREAD_CONNECT = 1,
+    MT_THREAD_DISCONNECT = 2,
+    MT_THREAD_ATTRS = 3,  // attrs[]: the handshake's attribute block; thread_id 0 (not yet known)
+};
+#define MT_MAX_THREAD_IP 64
+#define MT_MAX_THREAD_DB 65  // MariaDB and MySQL: 64 characters (ASCII names)
+#define MT_MAX_THREAD_ATTRS 1024
+
+struct mt_server_thread_event {
+    struct mt_event_header hdr;
+    __u64 thread_id;
+    __u32 op;                        // enum mt_thread_op
+    __u32 attrs_total;               // MT_THREAD_ATTRS: true length of the block
+    __u32 attrs_len;                 // bytes of it in attrs[]
+    char user[MT_MAX_ACCOUNT_USER];  // NUL-terminated, as in mt_server_account_event
+    char host[MT_MAX_ACCOUNT_HOST];
+    char ip[MT_MAX_THREAD_IP];  // empty: not a TCP/IP connection
+    char db[MT_MAX_THREAD_DB];
+    __u8 _pad0[6];
+    __u8 attrs[MT_MAX_THREAD_ATTRS];
 };
 
 // Table I/O (server --table-io): one record per handler row operation of a

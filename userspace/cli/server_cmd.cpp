@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <span>
 
 #include "bpf/ring_set.h"
 #include "cli/command.h"
@@ -12,6 +14,7 @@
 #include "output/pfs_sql.h"
 #include "output/server_render.h"
 #include "output/server_threads.h"
+#include "output/server_txn.h"
 #include "output/slowlog.h"
 #include "server/statement_tracer.h"
 #include "trace/trace_loop.h"
@@ -31,6 +34,7 @@ struct ServerArgs : TraceArgs {
     bool waits = false;
     bool table_io = false;
     bool threads = false;
+    bool transactions = false;
     double min_duration_ms = 0;
     std::string db;
     std::string user;
@@ -201,6 +205,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto other_user = [&](uint64_t thread_id) {
         return !a.user.empty() && account_of(thread_id).user != a.user;
     };
+    output::Clock conn_clock;  // text lines of connections and transactions
     // Waits that began in a statement wait for it (its record comes at its
     // end); those of statements filtered out are dropped with them.
     std::map<uint32_t, std::vector<output::NamedWait>> pending;
@@ -254,6 +259,35 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                       << " probes)\n";
         }
     };
+    // --transactions: events_transactions_*-shaped events, written as each
+    // transaction ends (before the statement that ended it).
+    std::unique_ptr<server::Transactions> txns;
+    std::string txn_line;
+    if (a.transactions && !slowlog && !pfs_sql) {
+        if (target->layout.option_bits < 0 || target->layout.multi_statement_mask == 0) {
+            std::cerr << "mysqltrace: --transactions: cannot learn THD::variables.option_bits "
+                         "from thd_test_options() or the bits trans_begin() tests; statements "
+                         "work without it\n";
+            return kExitFailure;
+        }
+        txns = std::make_unique<server::Transactions>(
+            target->layout, server::start_clock_shift_us(target->layout),
+            [&render](uint64_t id) { return render.take_event_id(id); });
+        opts.on_transaction_record = [&](std::span<const uint8_t> rec) {
+            return txns->decode(rec, [&](const server::Transaction &t) {
+                if ((a.thread_id && t.thread_id != a.thread_id) || other_user(t.thread_id)) {
+                    return;
+                }
+                txn_line.clear();
+                if (format == output::ServerFormat::json) {
+                    output::transaction_json(txn_line, static_cast<uint32_t>(a.pid), t);
+                } else {
+                    output::transaction_text(txn_line, conn_clock, t);
+                }
+                o.write(txn_line);
+            });
+        };
+    }
     auto on_statement = [&](const server::Statement &st) {
         statements++;
         auto mine = take_waits(st);
@@ -269,7 +303,15 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
             maybe_detach();
             return;
         }
-        o.write(render.statement(st, mine));
+        if (txns) {
+            // The statement inside a transaction names it (a copy: the
+            // tracer's record is read-only here, and this mode is opt-in).
+            server::Statement nested = st;
+            nested.transaction_event_id = txns->nest(st);
+            o.write(render.statement(nested, mine));
+        } else {
+            o.write(render.statement(st, mine));
+        }
         if (trace_files) {
             trace_files->write_block(st.thread_id, account_of(st.thread_id).actor(),
                                      render.last_events());
@@ -278,7 +320,6 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     };
     // --threads: connections as they log in and end (not in the slow log,
     // whose format has no place for them, nor in the WL#4878 files yet).
-    output::Clock conn_clock;
     std::string conn_line;
     if (a.threads && !slowlog && !pfs_sql) {
         opts.on_connection = [&](const server::Connection &c) {
@@ -318,6 +359,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     lo.targets = {a.pid};
     lo.on_tick = [&] {
         (*tracer)->refresh_clock();
+        if (txns) {
+            txns->set_start_shift_us(server::start_clock_shift_us(target->layout));
+        }
         maybe_detach();
         o.flush();
         if (trace_files) {
@@ -348,6 +392,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     }
     if (a.waits || a.table_io) {
         totals += ", " + std::to_string(waits) + " waits";
+    }
+    if (txns) {
+        totals += ", " + std::to_string(txns->ended()) + " transactions";
     }
     if (opts.on_connection) {
         totals += ", " + std::to_string((*tracer)->connections().connects()) + " connects, " +
@@ -407,6 +454,12 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
                   "the connect attributes its client sent, such as program_name, where the "
                   "server hands them over) and one as it ends; three probes per connection, "
                   "none per statement (text and json formats)");
+    cmd->add_flag("--transactions", a->transactions,
+                  "Also transactions, as performance_schema's events_transactions: state "
+                  "(COMMITTED, ROLLED BACK), AUTOCOMMIT, ISOLATION_LEVEL, ACCESS_MODE, times and "
+                  "the statements inside, which name their transaction (NESTING_EVENT_TYPE "
+                  "TRANSACTION); a probe per statement that uses a transactional engine "
+                  "(text and json formats)");
     cmd->add_option("--sample-hz", a->sample_hz, "Stage samples per second per CPU (sampled)")
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();

@@ -136,6 +136,10 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
                                                             : "MAX_MEMORY_USED",
                     st.mem_max);
         }
+        if (st.transaction_event_id) {
+            j.field("NESTING_EVENT_ID", st.transaction_event_id);
+            j.field("NESTING_EVENT_TYPE", "TRANSACTION");
+        }
         j.field("command", mysql::command_name(st.command));
         j.field("query_id", st.query_id);
         if (st.one_probe()) {

@@ -64,6 +64,8 @@ struct Statement {
     // The connection's memory at the end and its high-water mark
     // (MT_STMT_MEMORY; MT_STMT_MEMORY_PER_COMMAND: the mark is the command's).
     uint64_t mem_used = 0, mem_max = 0;
+    // --transactions: the EVENT_ID of the transaction it ran in (0: none).
+    uint64_t transaction_event_id = 0;
     TaskCounters begin, end;
     std::vector<StageMark> stages;
     uint32_t stages_lost = 0;

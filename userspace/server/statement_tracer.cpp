@@ -20,6 +20,7 @@
 #include "proc/maps.h"
 #include "server.skel.h"
 #include "server/read_plan.h"
+#include "server/transactions.h"
 #include "sql/redact.h"
 
 namespace mysqltrace::server {
@@ -141,6 +142,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     t->sink_ = std::move(sink);
     t->wait_sink_ = std::move(wait_sink);
     t->connection_sink_ = opts.on_connection;
+    t->txn_sink_ = opts.on_transaction_record;
     t->pid_ = target.pid;
     t->show_secrets_ = opts.show_secrets;
     t->skel_ = ::server::open();
@@ -165,6 +167,10 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_proc_info = l.proc_info;
     ro->off_security_ctx = l.security_ctx;
     ro->off_db = l.db;  // --db on the one-probe path, --threads everywhere
+    ro->off_option_bits = l.option_bits;
+    ro->off_tx_isolation = l.tx_isolation;
+    ro->off_tx_read_only = l.tx_read_only;
+    ro->off_txn_start_utime = l.start_utime;
     ro->off_sctx_user = l.sctx_user;
     ro->off_sctx_host = l.sctx_host;
     ro->off_sctx_ip = l.sctx_ip;
@@ -261,6 +267,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
                 if (self->wait_sink_) {
                     self->wait_sink_(w);
                 }
+            } else if (self->txn_sink_ && self->txn_sink_(rec)) {
             } else if (self->connections_.decode(rec, &self->connection_, &ready)) {
                 if (ready && self->connection_sink_) {
                     self->connection_sink_(self->connection_);
@@ -344,6 +351,11 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     }
     t->links_.emplace_back(exit_link);
 
+    if (opts.on_transaction_record) {
+        if (auto r = attach_transaction_probes(t->skel_, target, t->links_); !r) {
+            return r.error();
+        }
+    }
     if (opts.on_connection) {
         auto note = attach_connection_probes(t->skel_, target, t->links_);
         if (!note) {

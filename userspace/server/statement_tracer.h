@@ -62,6 +62,9 @@ struct StatementTracerOptions {
     // --threads: connections logging in and ending (server/threads.h),
     // handed to this sink.
     std::function<void(const Connection &)> on_connection;
+    // --transactions: transaction records, handed to this sink, which sees
+    // them before the statements they end (server/transactions.h).
+    std::function<bool(std::span<const uint8_t>)> on_transaction_record;
 };
 
 class StatementTracer {
@@ -119,6 +122,7 @@ class StatementTracer {
     std::function<void(const Statement &)> sink_;
     std::function<void(const Wait &)> wait_sink_;
     std::function<void(const Connection &)> connection_sink_;
+    std::function<bool(std::span<const uint8_t>)> txn_sink_;
     uint64_t undecodable_ = 0;
     bool show_secrets_ = false;
     bool one_probe_ = false;

@@ -27,6 +27,7 @@ enum mt_event_type {
     MT_EV_SERVER_ACCOUNT = 8,   // a server connection's account (struct mt_server_account_event)
     MT_EV_SERVER_TABLE_IO = 9,  // a handler row operation returned (mt_server_table_io_event)
     MT_EV_SERVER_THREAD = 12,   // a connection logged in or ended (mt_server_thread_event)
+    MT_EV_SERVER_TXN = 13,  // a transaction began or a commit/rollback ran (mt_server_txn_event)
 };
 
 // Common header of every record. `size` is the whole record including this
@@ -244,6 +245,34 @@ struct mt_server_thread_event {
     char db[MT_MAX_THREAD_DB];
     __u8 _pad0[6];
     __u8 attrs[MT_MAX_THREAD_ATTRS];
+};
+
+// Transactions (server --transactions): trans_begin(THD*, flags), each
+// statement's ha_commit_trans/ha_rollback_trans(THD*, 0), and the
+// transaction-level trans_commit/trans_rollback (and their _implicit
+// forms), with what the THD says then; userspace tells which statement
+// commit ends an autocommit transaction.
+enum mt_txn_op {
+    MT_TXN_BEGIN = 1,     // arg: trans_begin's flags (MYSQL_START_TRANS_OPT_*)
+    MT_TXN_COMMIT = 2,    // ha_commit_trans(thd, all = 0): a statement's commit
+    MT_TXN_ROLLBACK = 3,  // ha_rollback_trans(thd, all = 0)
+    // trans_commit / trans_commit_implicit, trans_rollback /
+    // trans_rollback_implicit: the transaction's end (COMMIT, ROLLBACK, an
+    // implicit commit before DDL). ha_commit_trans(thd, 1) is not it: the
+    // servers also commit their own internal transactions with it.
+    MT_TXN_END_COMMIT = 4,
+    MT_TXN_END_ROLLBACK = 5,
+};
+
+struct mt_server_txn_event {
+    struct mt_event_header hdr;
+    __u64 thread_id;
+    __u64 option_bits;    // THD::variables.option_bits
+    __u64 stmt_start_us;  // THD::start_utime: the running statement's start (its clock)
+    __u32 op;             // enum mt_txn_op
+    __u32 arg;
+    __u32 isolation;  // THD::tx_isolation (enum_tx_isolation: 0 READ UNCOMMITTED .. 3 SERIALIZABLE)
+    __u32 read_only;  // THD::tx_read_only
 };
 
 // Table I/O (server --table-io): one record per handler row operation of a

@@ -32,6 +32,11 @@ namespace {
 // the THD's own Diagnostics_area are planned with the THD's: most statements
 // report there, and MariaDB keeps it next to m_stmt_da.
 void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t query_string) {
+    // The memory columns' own window, when their fields fit in no other
+    // (MariaDB), costs a read per statement: MYSQLTRACE_SERVER_MEMORY=off
+    // leaves them out, so that a benchmark can measure that read.
+    const char *memory = std::getenv("MYSQLTRACE_SERVER_MEMORY");
+    const bool no_memory = memory != nullptr && std::string(memory) == "off";
     auto in_main_da = [&](int64_t field) {
         return l.main_da >= 0 && field >= 0 ? l.main_da + field : -1;
     };
@@ -47,8 +52,8 @@ void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t qu
                                      {l.start_utime, 8},
                                      {l.lock_time, 8},
                                      {l.command, 4},
-                                     {l.mem_used, 8},
-                                     {l.mem_max, 8}},
+                                     {no_memory ? -1 : l.mem_used, 8},
+                                     {no_memory ? -1 : l.mem_max, 8}},
                                     MT_THD_WINDOW_MAX, MT_THD_WINDOWS);
     for (size_t i = 0; i < thd.windows.size(); i++) {
         ro->thd_win_off[i] = thd.windows[i].offset;

@@ -111,7 +111,7 @@ else
   matrix_name=$matrix
 fi
 read -r -d '' -a cell_list <<<"$cells" || true
-: "${configs:=baseline statements duty duty-sampled sampled exact traps waits table-io client run shim-idle pfs-stages pfs}"
+: "${configs:=baseline statements duty duty-sampled sampled exact traps waits table-io transactions client run shim-idle pfs-stages pfs}"
 read -r -a config_list <<<"$configs"
 [[ " $configs " == *" baseline "* ]] || { echo "perf-report: --configs must include baseline" >&2; exit 2; }
 for c in "${config_list[@]}"; do
@@ -125,7 +125,7 @@ read -r -d '' -a mysql_cell_list <<<"$mysql_cells" || true
 [[ " $mysql_configs " == *" baseline "* ]] || { echo "perf-report: --mysql-configs must include baseline" >&2; exit 2; }
 for c in "${mysql_config_list[@]}"; do
   case $c in
-    baseline | floor | statements* | duty* | sampled | exact | traps | waits | table-io | pfs-stages | pfs) ;;
+    baseline | floor | statements* | duty* | sampled | exact | traps | waits | table-io | transactions | pfs-stages | pfs) ;;
     *) echo "perf-report: $c is not a server configuration (--mysql-configs)" >&2; exit 2 ;;
   esac
 done

@@ -28,6 +28,7 @@ NAMES = {
     "traps": "exact-stage probes, empty programs (trap floor)",
     "waits": "`mysqltrace server --waits` (statements + sampled stages + waits)",
     "table-io": "`mysqltrace server --stages off --table-io` (statements + a wait per row)",
+    "transactions": "`mysqltrace server --stages off --transactions` (statements + transactions)",
     "client": "`mysqltrace client` on sysbench",
     "client-summary": "`mysqltrace client --summary-only` on sysbench",
     "run": "`mysqltrace run -- sysbench` (shim)",

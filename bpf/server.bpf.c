@@ -49,6 +49,11 @@ const volatile __s32 at_start_utime = -1;
 const volatile __s32 at_lock_time = -1;
 const volatile __s32 at_command = -1;
 const volatile __u32 lock_is_duration = 0;
+// The connection's memory in use and its high-water mark (8 bytes each),
+// picked out of the same copies: no read of their own when they fit.
+const volatile __s32 at_mem_used = -1;
+const volatile __s32 at_mem_max = -1;
+const volatile __u32 mem_max_per_command = 0;
 // The Diagnostics_area's status and affected rows, in one window after the
 // THD's.
 const volatile __s64 da_win_off = 0;
@@ -444,6 +449,10 @@ static __always_inline __u64 describe_from_thd(struct mt_server_statement_event 
     if (!lock_is_duration)
         lock = lock > start && start ? lock - start : 0;
     ev->lock_ns = lock * 1000;
+    ev->mem_used = gathered(g, at_mem_used);
+    ev->mem_max = gathered(g, at_mem_max);
+    if (at_mem_used >= 0 && at_mem_max >= 0)
+        ev->flags |= MT_STMT_MEMORY | (mem_max_per_command ? MT_STMT_MEMORY_PER_COMMAND : 0);
     da = (void *)gathered(g, at_stmt_da);
     da_outcome(g, thd, da, &ev->da_status, &ev->rows_affected);
     ev->error = 0;
@@ -698,6 +707,8 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
 #include "server_stages.bpf.h"
 #include "server_waits.bpf.h"
 #include "server_table_io.bpf.h"
+#include "server_threads.bpf.h"
+#include "server_txn.bpf.h"
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(server_thread_exit, struct task_struct *task) {

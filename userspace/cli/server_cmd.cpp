@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <span>
 
 #include "bpf/ring_set.h"
 #include "cli/command.h"
@@ -12,6 +14,8 @@
 #include "output/output_file.h"
 #include "output/pfs_sql.h"
 #include "output/server_render.h"
+#include "output/server_threads.h"
+#include "output/server_txn.h"
 #include "output/slowlog.h"
 #include "server/statement_tracer.h"
 #include "trace/trace_loop.h"
@@ -30,6 +34,8 @@ struct ServerArgs : TraceArgs {
     double stage_duration = 0;
     bool waits = false;
     bool table_io = false;
+    bool threads = false;
+    bool transactions = false;
     double min_duration_ms = 0;
     std::string db;
     std::string user;
@@ -188,6 +194,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto other_user = [&](uint64_t thread_id) {
         return !a.user.empty() && account_of(thread_id).user != a.user;
     };
+    output::Clock conn_clock;  // text lines of connections and transactions
     // Waits that began in a statement wait for it (its record comes at its
     // end); those of statements filtered out are dropped with them.
     std::map<uint32_t, std::vector<output::NamedWait>> pending;
@@ -241,6 +248,35 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                       << " probes)\n";
         }
     };
+    // --transactions: events_transactions_*-shaped events, written as each
+    // transaction ends (before the statement that ended it).
+    std::unique_ptr<server::Transactions> txns;
+    std::string txn_line;
+    if (a.transactions && !slowlog && !pfs_sql) {
+        if (target->layout.option_bits < 0 || target->layout.multi_statement_mask == 0) {
+            std::cerr << "mysqltrace: --transactions: cannot learn THD::variables.option_bits "
+                         "from thd_test_options() or the bits trans_begin() tests; statements "
+                         "work without it\n";
+            return kExitFailure;
+        }
+        txns = std::make_unique<server::Transactions>(
+            target->layout, server::start_clock_shift_us(target->layout),
+            [&render](uint64_t id) { return render.take_event_id(id); });
+        opts.on_transaction_record = [&](std::span<const uint8_t> rec) {
+            return txns->decode(rec, [&](const server::Transaction &t) {
+                if ((a.thread_id && t.thread_id != a.thread_id) || other_user(t.thread_id)) {
+                    return;
+                }
+                txn_line.clear();
+                if (format == output::ServerFormat::json) {
+                    output::transaction_json(txn_line, static_cast<uint32_t>(a.pid), t);
+                } else {
+                    output::transaction_text(txn_line, conn_clock, t);
+                }
+                o.write(txn_line);
+            });
+        };
+    }
     auto on_statement = [&](const server::Statement &st) {
         statements++;
         auto mine = take_waits(st);
@@ -256,13 +292,39 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
             maybe_detach();
             return;
         }
-        o.write(render.statement(st, mine));
+        if (txns) {
+            // The statement inside a transaction names it (a copy: the
+            // tracer's record is read-only here, and this mode is opt-in).
+            server::Statement nested = st;
+            nested.transaction_event_id = txns->nest(st);
+            o.write(render.statement(nested, mine));
+        } else {
+            o.write(render.statement(st, mine));
+        }
         if (trace_files) {
             trace_files->write_block(st.thread_id, account_of(st.thread_id).actor(),
                                      render.last_events());
         }
         maybe_detach();
     };
+    // --threads: connections as they log in and end (not in the slow log,
+    // whose format has no place for them, nor in the WL#4878 files yet).
+    std::string conn_line;
+    if (a.threads && !slowlog && !pfs_sql) {
+        opts.on_connection = [&](const server::Connection &c) {
+            if ((a.thread_id && c.thread_id != a.thread_id) ||
+                (!a.user.empty() && c.user != a.user)) {
+                return;
+            }
+            conn_line.clear();
+            if (format == output::ServerFormat::json) {
+                output::connection_json(conn_line, static_cast<uint32_t>(a.pid), c);
+            } else {
+                output::connection_text(conn_line, conn_clock, c);
+            }
+            o.write(conn_line);
+        };
+    }
     auto tracer = server::StatementTracer::attach(*target, opts, on_statement, on_wait);
     if (!tracer) {
         std::cerr << "mysqltrace: " << tracer.error().message << "\n";
@@ -277,12 +339,18 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     std::cerr << "mysqltrace: tracing " << what << " of pid " << a.pid << " ("
               << (*tracer)->probe_count() << " probes: " << (*tracer)->path_note()
               << "); Ctrl-C to stop\n";
+    if (!(*tracer)->threads_note().empty()) {
+        std::cerr << "mysqltrace: --threads: " << (*tracer)->threads_note() << "\n";
+    }
     trace::LoopOptions lo;
     lo.duration_s = a.duration;
     lo.reader_nice = a.reader_nice;
     lo.targets = {a.pid};
     lo.on_tick = [&] {
         (*tracer)->refresh_clock();
+        if (txns) {
+            txns->set_start_shift_us(server::start_clock_shift_us(target->layout));
+        }
         maybe_detach();
         o.flush();
         if (trace_files) {
@@ -313,6 +381,13 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     }
     if (a.waits || a.table_io) {
         totals += ", " + std::to_string(waits) + " waits";
+    }
+    if (txns) {
+        totals += ", " + std::to_string(txns->ended()) + " transactions";
+    }
+    if (opts.on_connection) {
+        totals += ", " + std::to_string((*tracer)->connections().connects()) + " connects, " +
+                  std::to_string((*tracer)->connections().disconnects()) + " disconnects";
     }
     if (trace_files) {
         totals +=
@@ -363,6 +438,18 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
                   "wait/io/table/sql/handler waits (OPERATION fetch, insert, update, delete; "
                   "OBJECT_SCHEMA and OBJECT_NAME the table): two probes on the handler's "
                   "method per row, a few microseconds each; for short, focused traces");
+    cmd->add_flag("--threads", a->threads,
+                  "Also connections, as performance_schema's threads table shows them: one "
+                  "line as each connection logs in (user, host, schema, socket or TCP/IP, and "
+                  "the connect attributes its client sent, such as program_name, where the "
+                  "server hands them over) and one as it ends; three probes per connection, "
+                  "none per statement (text and json formats)");
+    cmd->add_flag("--transactions", a->transactions,
+                  "Also transactions, as performance_schema's events_transactions: state "
+                  "(COMMITTED, ROLLED BACK), AUTOCOMMIT, ISOLATION_LEVEL, ACCESS_MODE, times and "
+                  "the statements inside, which name their transaction (NESTING_EVENT_TYPE "
+                  "TRANSACTION); a probe per statement that uses a transactional engine "
+                  "(text and json formats)");
     cmd->add_option("--sample-hz", a->sample_hz, "Stage samples per second per CPU (sampled)")
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();

@@ -69,6 +69,12 @@ void add_fields(const server::ThdLayout &l, ServerReport &r) {
                                                               : " (monotonic us)");
     field("THD lock time", l.lock_time, l.lock_is_duration ? " (duration)" : " (time after lock)");
     field("THD command", l.command);
+    field("THD memory used", l.mem_used);
+    field("THD option bits", l.option_bits);
+    field("THD tx isolation", l.tx_isolation);
+    field("THD tx read only", l.tx_read_only);
+    field("THD memory peak", l.mem_max,
+          l.mem_max_per_command ? " (since the command began)" : " (since the connection began)");
 }
 
 void add_modes(const server::ServerTarget *t, const server::ThdLayout &l, ServerReport &r) {
@@ -110,6 +116,8 @@ void add_modes(const server::ServerTarget *t, const server::ThdLayout &l, Server
     }
     part("  LOCK_TIME",
          {{"THD lock time", l.lock_time >= 0}, {"THD start time", l.start_utime >= 0}});
+    part("  MEMORY_USED and its peak (json)",
+         {{"THD memory used", l.mem_used >= 0}, {"THD memory peak", l.mem_max >= 0}});
     const std::string one = base ? server::one_probe_missing(*t) : "see the refusal above";
     mode("one probe per statement (--stages off|sampled)", one.empty(),
          one.empty() ? "at log_slow_statement, " + site_text(*t->statement_end_site)
@@ -123,6 +131,16 @@ void add_modes(const server::ServerTarget *t, const server::ThdLayout &l, Server
     mode("--waits", base, "");
     const bool tio = base && !t->table_io.empty() && l.handler_table_share >= 0 && l.share_db >= 0;
     mode("--table-io", tio, tio ? "" : "needs handler::ha_* methods and TABLE_SHARE names");
+    const bool conn = base && t->file &&
+                      server::find_by_prefix(*t->file, "_Z22thd_prepare_connectionP3THD") &&
+                      server::find_by_prefix(*t->file, "_Z14end_connectionP3THD");
+    const bool txn = base && l.option_bits >= 0 && l.multi_statement_mask != 0 && t->file &&
+                     server::find_by_prefix(*t->file, "_Z11trans_beginP3THDj") &&
+                     server::find_by_prefix(*t->file, "_Z15ha_commit_transP3THDb");
+    mode("--transactions", txn,
+         txn ? "" : "needs THD option bits, trans_begin's tested bits and ha_commit_trans");
+    mode("--threads", conn,
+         conn ? "" : "needs thd_prepare_connection(THD*) and end_connection(THD*)");
     const bool acc = base && l.security_ctx >= 0 && l.sctx_user >= 0;
     mode("--user, pfs-sql account names", acc,
          acc ? "" : "needs the THD's security context: --user is refused, names are 'unknown'");

@@ -127,6 +127,19 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
         j.field("ROWS_AFFECTED", st.rows_affected);
         j.field("ROWS_SENT", st.rows_sent);
         j.field("ROWS_EXAMINED", st.rows_examined);
+        if (st.has_memory()) {
+            // MySQL counts the memory max_connection_memory controls, its
+            // mark reset per command: performance_schema's name for it.
+            // MariaDB's mark is the connection's, as its PROCESSLIST names it.
+            j.field("MEMORY_USED", st.mem_used);
+            j.field((st.flags & MT_STMT_MEMORY_PER_COMMAND) ? "MAX_CONTROLLED_MEMORY"
+                                                            : "MAX_MEMORY_USED",
+                    st.mem_max);
+        }
+        if (st.transaction_event_id) {
+            j.field("NESTING_EVENT_ID", st.transaction_event_id);
+            j.field("NESTING_EVENT_TYPE", "TRANSACTION");
+        }
         j.field("command", mysql::command_name(st.command));
         j.field("query_id", st.query_id);
         if (st.one_probe()) {

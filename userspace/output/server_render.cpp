@@ -172,6 +172,14 @@ const std::vector<ServerRenderer::StageRow> &ServerRenderer::stage_rows(
     return rows;
 }
 
+uint64_t ServerRenderer::take_event_id(uint64_t thread_id) {
+    uint64_t &next = next_event_id_[thread_id];
+    if (next == 0) {
+        next = 1;
+    }
+    return next++;
+}
+
 const std::string &ServerRenderer::statement(const server::Statement &st,
                                              const std::vector<NamedWait> &waits) {
     const auto &rows = stage_rows(st);

@@ -46,6 +46,9 @@ class ServerRenderer {
     // (server::statement_event_name), remembered by command and text: a busy
     // server runs the same texts over and over. Valid until the next call.
     const std::string &event_name(const server::Statement &st);
+    // The next EVENT_ID of connection `thread_id`, for an event rendered
+    // elsewhere (a transaction).
+    uint64_t take_event_id(uint64_t thread_id);
     // A wait outside any statement (idle time, I/O between commands).
     std::string wait(const NamedWait &w);
     // The performance_schema events behind the last statement() or wait()

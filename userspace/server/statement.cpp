@@ -129,6 +129,8 @@ bool decode_statement(std::span<const uint8_t> record, Statement *out) {
     s.rows_examined = ev.rows_examined;
     s.rows_affected = ev.rows_affected;
     s.lock_ns = ev.lock_ns;
+    s.mem_used = ev.mem_used;
+    s.mem_max = ev.mem_max;
     s.begin = TaskCounters::from(ev.begin);
     s.end = TaskCounters::from(ev.end);
     s.stages_lost = ev.stages_lost;

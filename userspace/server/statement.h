@@ -61,6 +61,11 @@ struct Statement {
     bool text_cut = false;  // text is shorter than text_len (redaction may change its size)
     uint64_t rows_sent = 0, rows_examined = 0, rows_affected = 0;
     uint64_t lock_ns = 0;  // the slow log's Lock_time (0: not known in this build)
+    // The connection's memory at the end and its high-water mark
+    // (MT_STMT_MEMORY; MT_STMT_MEMORY_PER_COMMAND: the mark is the command's).
+    uint64_t mem_used = 0, mem_max = 0;
+    // --transactions: the EVENT_ID of the transaction it ran in (0: none).
+    uint64_t transaction_event_id = 0;
     TaskCounters begin, end;
     std::vector<StageMark> stages;
     uint32_t stages_lost = 0;
@@ -72,6 +77,7 @@ struct Statement {
     // Described by the one probe at its end: no per-thread counters.
     bool one_probe() const { return (flags & MT_STMT_ONEPASS) != 0; }
     bool truncated() const { return text_cut; }
+    bool has_memory() const { return (flags & MT_STMT_MEMORY) != 0; }
 };
 
 // Decodes one ring record; false when it is not a well-formed statement.

@@ -21,6 +21,7 @@
 #include "proc/maps.h"
 #include "server.skel.h"
 #include "server/read_plan.h"
+#include "server/transactions.h"
 #include "sql/redact.h"
 
 namespace mysqltrace::server {
@@ -32,6 +33,11 @@ namespace {
 // the THD's own Diagnostics_area are planned with the THD's: most statements
 // report there, and MariaDB keeps it next to m_stmt_da.
 void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t query_string) {
+    // The memory columns' own window, when their fields fit in no other
+    // (MariaDB), costs a read per statement: MYSQLTRACE_SERVER_MEMORY=off
+    // leaves them out, so that a benchmark can measure that read.
+    const char *memory = std::getenv("MYSQLTRACE_SERVER_MEMORY");
+    const bool no_memory = memory != nullptr && std::string(memory) == "off";
     auto in_main_da = [&](int64_t field) {
         return l.main_da >= 0 && field >= 0 ? l.main_da + field : -1;
     };
@@ -46,7 +52,9 @@ void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t qu
                                      {in_main_da(l.da_affected_rows), 8},
                                      {l.start_utime, 8},
                                      {l.lock_time, 8},
-                                     {l.command, 4}},
+                                     {l.command, 4},
+                                     {no_memory ? -1 : l.mem_used, 8},
+                                     {no_memory ? -1 : l.mem_max, 8}},
                                     MT_THD_WINDOW_MAX, MT_THD_WINDOWS);
     for (size_t i = 0; i < thd.windows.size(); i++) {
         ro->thd_win_off[i] = thd.windows[i].offset;
@@ -62,6 +70,9 @@ void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t qu
     ro->at_start_utime = thd.at[9];
     ro->at_lock_time = thd.at[10];
     ro->at_command = thd.at[11];
+    ro->at_mem_used = thd.at[12];
+    ro->at_mem_max = thd.at[13];
+    ro->mem_max_per_command = l.mem_max_per_command ? 1 : 0;
     ro->lock_is_duration = l.lock_is_duration ? 1 : 0;
     // Only when every known field of the area has its place in the copies.
     const bool status_placed = l.da_status < 0 || thd.at[7] >= 0;
@@ -136,6 +147,8 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     std::unique_ptr<StatementTracer> t(new StatementTracer());
     t->sink_ = std::move(sink);
     t->wait_sink_ = std::move(wait_sink);
+    t->connection_sink_ = opts.on_connection;
+    t->txn_sink_ = opts.on_transaction_record;
     t->pid_ = target.pid;
     t->show_secrets_ = opts.show_secrets;
     t->skel_ = ::server::open();
@@ -159,6 +172,11 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     set_read_plan(ro, l, target.query_string_offset);
     ro->off_proc_info = l.proc_info;
     ro->off_security_ctx = l.security_ctx;
+    ro->off_db = l.db;  // --db on the one-probe path, --threads everywhere
+    ro->off_option_bits = l.option_bits;
+    ro->off_tx_isolation = l.tx_isolation;
+    ro->off_tx_read_only = l.tx_read_only;
+    ro->off_txn_start_utime = l.start_utime;
     ro->off_sctx_user = l.sctx_user;
     ro->off_sctx_host = l.sctx_host;
     ro->off_sctx_ip = l.sctx_ip;
@@ -277,6 +295,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         bpf::RingSet::create(t->skel_->obj, opts.ring, [self](std::span<const uint8_t> rec) {
             Wait w;
             Account account;
+            bool ready = false;
             if (decode_account(rec, &account)) {
                 self->accounts_.add(std::move(account));
             } else if (decode_statement(rec, &self->decoded_)) {
@@ -284,6 +303,11 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
             } else if (decode_wait(rec, &w) || decode_table_io(rec, &w)) {
                 if (self->wait_sink_) {
                     self->wait_sink_(w);
+                }
+            } else if (self->txn_sink_ && self->txn_sink_(rec)) {
+            } else if (self->connections_.decode(rec, &self->connection_, &ready)) {
+                if (ready && self->connection_sink_) {
+                    self->connection_sink_(self->connection_);
                 }
             } else {
                 self->undecodable_++;
@@ -363,6 +387,18 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     }
     t->links_.emplace_back(exit_link);
 
+    if (opts.on_transaction_record) {
+        if (auto r = attach_transaction_probes(t->skel_, target, t->links_); !r) {
+            return r.error();
+        }
+    }
+    if (opts.on_connection) {
+        auto note = attach_connection_probes(t->skel_, target, t->links_);
+        if (!note) {
+            return note.error();
+        }
+        t->threads_note_ = std::move(note).value();
+    }
     if (opts.waits) {
         for (bpf_program *prog : {progs->server_sys_enter, progs->server_sys_exit}) {
             bpf_link *l = bpf_program__attach(prog);

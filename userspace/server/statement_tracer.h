@@ -25,6 +25,7 @@
 #include "server/accounts.h"
 #include "server/server_target.h"
 #include "server/statement.h"
+#include "server/threads.h"
 #include "server/waits.h"
 #include "util/result.h"
 
@@ -63,6 +64,12 @@ struct StatementTracerOptions {
     // firing meanwhile; docs/PERFORMANCE.md): for set_statement_probes().
     bool switchable = false;
     bpf::RingOptions ring;
+    // --threads: connections logging in and ending (server/threads.h),
+    // handed to this sink.
+    std::function<void(const Connection &)> on_connection;
+    // --transactions: transaction records, handed to this sink, which sees
+    // them before the statements they end (server/transactions.h).
+    std::function<bool(std::span<const uint8_t>)> on_transaction_record;
 };
 
 class StatementTracer {
@@ -88,6 +95,9 @@ class StatementTracer {
     // one, why.
     bool one_probe() const { return one_probe_; }
     const std::string &path_note() const { return path_note_; }
+    // With on_connection: what the connection probes see ("" without).
+    const std::string &threads_note() const { return threads_note_; }
+    const Connections &connections() const { return connections_; }
     // The one-probe path on a server whose start_utime is wall-clock time:
     // re-reads the wall clock's offset from the monotonic one (call now and
     // then: the wall clock can be stepped).
@@ -128,6 +138,8 @@ class StatementTracer {
     std::vector<bpf::Fd> perf_fds_;
     std::function<void(const Statement &)> sink_;
     std::function<void(const Wait &)> wait_sink_;
+    std::function<void(const Connection &)> connection_sink_;
+    std::function<bool(std::span<const uint8_t>)> txn_sink_;
     uint64_t undecodable_ = 0;
     bool show_secrets_ = false;
     bool one_probe_ = false;
@@ -144,6 +156,9 @@ class StatementTracer {
     void on_statement(Statement &s);
     void emit(Statement &s);  // redacts, then hands over
     Accounts accounts_;
+    Connections connections_;
+    Connection connection_;  // reused
+    std::string threads_note_;
 };
 
 // The display name of a stage as SHOW PROFILE prints it ("Opening tables").

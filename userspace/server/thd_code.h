@@ -95,5 +95,9 @@ int64_t next_query_id_field(const elf::ElfFile &file, const std::string &fn);
 int64_t last_prepared_statement(const elf::ElfFile &file);
 void set_prepared_text_fields(const elf::ElfFile &file, ThdLayout &l);
 void set_statement_clock_fields(const elf::ElfFile &file, bool mysql8, ThdLayout &l);
+// thd_layout_memory.cpp: the connection's memory counters.
+void set_memory_fields(const elf::ElfFile &file, bool mysql8, ThdLayout &l);
+// thd_layout_txn.cpp: the transaction state.
+void set_transaction_fields(const elf::ElfFile &file, ThdLayout &l);
 
 }  // namespace mysqltrace::server::thd_code

@@ -522,6 +522,8 @@ Result<ThdLayout> derive_thd_layout(const elf::ElfFile &file, bool mysql8) {
     l.last_prepared = last_prepared_statement(file);
     set_prepared_text_fields(file, l);
     set_statement_clock_fields(file, mysql8, l);
+    set_memory_fields(file, mysql8, l);
+    set_transaction_fields(file, l);
     return l;
 }
 

@@ -78,6 +78,29 @@ struct ThdLayout {  // -1 = not found
     int64_t lock_time = -1;
     bool lock_is_duration = false;
     int64_t command = -1;  // enum_server_command (4 bytes): the command running
+
+    // Memory the connection's thread holds (server/thd_layout_memory.cpp):
+    // in use now, and its high-water mark (8 bytes each). MariaDB:
+    // status_var.local_memory_used and max_local_memory_used, the mark kept
+    // since the connection began; MySQL: Thd_mem_cnt's mem_counter and
+    // max_conn_mem, the mark reset as each command begins
+    // (mem_max_per_command), counted only while performance_schema's memory
+    // instrumentation runs.
+    int64_t mem_used = -1;
+    int64_t mem_max = -1;
+    bool mem_max_per_command = false;
+
+    // Transactions (server/thd_layout_txn.cpp): THD::variables.option_bits
+    // (thd_test_options), THD::tx_isolation (4 bytes, thd_tx_isolation),
+    // THD::tx_read_only (1 byte, thd_tx_is_read_only); and in option_bits
+    // the bit trans_begin sets (OPTION_BEGIN) and the bits it tests before,
+    // which make a statement's commit not the transaction's end (BEGIN,
+    // autocommit off, LOCK TABLES); 0: not found.
+    int64_t option_bits = -1;
+    int64_t tx_isolation = -1;
+    int64_t tx_read_only = -1;
+    uint64_t option_begin = 0;
+    uint64_t multi_statement_mask = 0;
 };
 
 // Errors only when thread_id cannot be found; any other field whose code

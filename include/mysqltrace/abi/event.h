@@ -26,6 +26,8 @@ enum mt_event_type {
     MT_EV_CALL = 7,             // `calls`: a function entry/return, annotation or thread exit
     MT_EV_SERVER_ACCOUNT = 8,   // a server connection's account (struct mt_server_account_event)
     MT_EV_SERVER_TABLE_IO = 9,  // a handler row operation returned (mt_server_table_io_event)
+    MT_EV_SERVER_THREAD = 12,   // a connection logged in or ended (mt_server_thread_event)
+    MT_EV_SERVER_TXN = 13,  // a transaction began or a commit/rollback ran (mt_server_txn_event)
 };
 
 // Common header of every record. `size` is the whole record including this
@@ -125,6 +127,11 @@ enum mt_statement_flags {
     // entry was seen, so begin (per-thread counters) is not known; the
     // start is the THD's start_utime and the text the THD's.
     MT_STMT_ONEPASS = 64,
+    // mem_used and mem_max were read from the THD (else unknown in this build).
+    MT_STMT_MEMORY = 128,
+    // mem_max is the mark since the command began (MySQL), not since the
+    // connection began (MariaDB).
+    MT_STMT_MEMORY_PER_COMMAND = 256,
 };
 
 struct mt_server_statement_event {
@@ -154,6 +161,10 @@ struct mt_server_statement_event {
     __u32 samples_lost;      // samples of stages beyond MT_STAGE_SLOTS
     __u32 sample_period_us;  // timer sampling period (0: not sampled)
     char sqlstate[8];        // RETURNED_SQLSTATE, NUL-terminated
+    // Memory the connection's thread holds at the end, and its high-water
+    // mark (server/thd_layout.h says since when); MT_STMT_MEMORY.
+    __u64 mem_used;
+    __u64 mem_max;
     struct mt_task_counters begin, end;
     // n_stages struct mt_stage_mark, n_samples struct mt_stage_samples, then
     // message, schema, statement text: a statement sends only what it has.
@@ -207,6 +218,61 @@ struct mt_server_account_event {
     char user[MT_MAX_ACCOUNT_USER];  // NUL-terminated; empty: none (a system thread)
     char host[MT_MAX_ACCOUNT_HOST];  // the client's host name, else its IP address
     __u8 _pad0[7];
+};
+
+// Connections (server --threads), as performance_schema.threads shows them:
+// one record when a connection has logged in, one as it ends, and the
+// connect attributes its client sent, when the server hands them to
+// performance_schema (MySQL with performance_schema on), just before login.
+enum mt_thread_op {
+    MT_THREAD_CONNECT = 1,
+    MT_THREAD_DISCONNECT = 2,
+    MT_THREAD_ATTRS = 3,  // attrs[]: the handshake's attribute block; thread_id 0 (not yet known)
+};
+#define MT_MAX_THREAD_IP 64
+#define MT_MAX_THREAD_DB 65  // MariaDB and MySQL: 64 characters (ASCII names)
+#define MT_MAX_THREAD_ATTRS 1024
+
+struct mt_server_thread_event {
+    struct mt_event_header hdr;
+    __u64 thread_id;
+    __u32 op;                        // enum mt_thread_op
+    __u32 attrs_total;               // MT_THREAD_ATTRS: true length of the block
+    __u32 attrs_len;                 // bytes of it in attrs[]
+    char user[MT_MAX_ACCOUNT_USER];  // NUL-terminated, as in mt_server_account_event
+    char host[MT_MAX_ACCOUNT_HOST];
+    char ip[MT_MAX_THREAD_IP];  // empty: not a TCP/IP connection
+    char db[MT_MAX_THREAD_DB];
+    __u8 _pad0[6];
+    __u8 attrs[MT_MAX_THREAD_ATTRS];
+};
+
+// Transactions (server --transactions): trans_begin(THD*, flags), each
+// statement's ha_commit_trans/ha_rollback_trans(THD*, 0), and the
+// transaction-level trans_commit/trans_rollback (and their _implicit
+// forms), with what the THD says then; userspace tells which statement
+// commit ends an autocommit transaction.
+enum mt_txn_op {
+    MT_TXN_BEGIN = 1,     // arg: trans_begin's flags (MYSQL_START_TRANS_OPT_*)
+    MT_TXN_COMMIT = 2,    // ha_commit_trans(thd, all = 0): a statement's commit
+    MT_TXN_ROLLBACK = 3,  // ha_rollback_trans(thd, all = 0)
+    // trans_commit / trans_commit_implicit, trans_rollback /
+    // trans_rollback_implicit: the transaction's end (COMMIT, ROLLBACK, an
+    // implicit commit before DDL). ha_commit_trans(thd, 1) is not it: the
+    // servers also commit their own internal transactions with it.
+    MT_TXN_END_COMMIT = 4,
+    MT_TXN_END_ROLLBACK = 5,
+};
+
+struct mt_server_txn_event {
+    struct mt_event_header hdr;
+    __u64 thread_id;
+    __u64 option_bits;    // THD::variables.option_bits
+    __u64 stmt_start_us;  // THD::start_utime: the running statement's start (its clock)
+    __u32 op;             // enum mt_txn_op
+    __u32 arg;
+    __u32 isolation;  // THD::tx_isolation (enum_tx_isolation: 0 READ UNCOMMITTED .. 3 SERIALIZABLE)
+    __u32 read_only;  // THD::tx_read_only
 };
 
 // Table I/O (server --table-io): one record per handler row operation of a

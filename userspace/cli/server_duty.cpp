@@ -6,6 +6,7 @@
 
 #include "output/digest_summary.h"
 #include "server/duty_cycle.h"
+#include "server/query_counter.h"
 
 namespace mysqltrace::cli {
 
@@ -86,6 +87,17 @@ int run_server_duty(const server::ServerTarget &target, server::StatementTracerO
             return kExitFailure;
         }
     }
+    // The server's query id counter: the exact number of statements, by
+    // which the windows' counts are scaled (else by time).
+    std::optional<server::QueryIdCounter> qid;
+    if (!always_on) {
+        if (auto c = server::QueryIdCounter::open(target)) {
+            qid = *c;
+        } else {
+            std::cerr << "mysqltrace: counts scaled by time, not by query ids: "
+                      << c.error().message << "\n";
+        }
+    }
     server::DutyOptions dopts;
     dopts.fraction = always_on ? 1.0 : d.duty_pct / 100.0;
     dopts.period_ns = static_cast<uint64_t>(d.period_s * 1e9);
@@ -97,14 +109,20 @@ int run_server_duty(const server::ServerTarget &target, server::StatementTracerO
     auto *tr = tracer->get();
     server::DutyCycle cycle(
         dopts, [tr](bool on) { return tr->set_statement_probes(on); },
-        [tr] { return tr->rings().stats().dropped; });
+        [tr] { return tr->rings().stats().dropped; },
+        qid ? server::DutyCycle::QueryId([&qid]() -> std::optional<uint64_t> {
+            auto v = qid->read();
+            return v ? std::optional<uint64_t>(*v) : std::nullopt;
+        })
+            : server::DutyCycle::QueryId());
     cycle_ptr = &cycle;
     std::cerr << "mysqltrace: tracing statements of pid " << target.pid << " ("
               << (*tracer)->path_note() << "; "
               << (always_on ? std::string("probe attached all the time, exact counts")
                             : "probe attached " + std::to_string(d.duty_pct) + "% of each " +
                                   std::to_string(d.period_s) +
-                                  " s period, at a random phase: counts are estimates")
+                                  " s period, at a random phase: counts are estimates, scaled by " +
+                                  (qid ? "the server's " + qid->symbol() : std::string("time")))
               << "); Ctrl-C to stop\n";
 
     auto write_summary = [&](bool final) {
@@ -121,9 +139,11 @@ int run_server_duty(const server::ServerTarget &target, server::StatementTracerO
                 r.drops = windows[0].drops;
             }
         } else {
+            // Read after the windows were copied: one opened since is unsampled time.
+            const auto qid_end = cycle.query_id_end();
             r = output::report_windows(windows, cycle.start_ns(), end,
                                        final ? end : end - std::min(end, kSettleNs), false,
-                                       &complete);
+                                       &complete, cycle.query_id_start(), qid_end);
         }
         summary.settle(complete, windows);
         o.write(d.json ? summary.json(r, static_cast<uint64_t>(target.pid)) : summary.text(r));

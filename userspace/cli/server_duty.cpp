@@ -23,19 +23,22 @@ void add_duty_options(CLI::App *cmd, DutyArgs &d) {
            "--duty", d.duty_pct,
            "Leave-on mode: attach the statement probe only this percent of the time, one "
            "window per --duty-period at a random phase, and print per-digest summaries "
-           "(--format digests, or digests-json for JSON lines): counts scaled by the measured "
-           "on-time, each with a 95% interval computed from the spread between windows, "
+           "(--format digests, or digests-json for JSON lines): each digest's share of the "
+           "statements seen times the exact number of query ids the server took (its "
+           "global_query_id counter, read from its memory; by the measured on-time if that "
+           "cannot be read), each with a 95% interval computed from the spread between windows, "
            "latency mean/p50/p95/p99, rows and errors per digest, and with --stages sampled "
            "where the time went. A probe left on costs a trap per statement (~1 us, ~8% of a "
            "point select), one on 10% of the time about a tenth of that. Attaching takes "
            "milliseconds and detaching tens of milliseconds (an RCU grace period, the probe "
-           "already out); that time is counted at half the window rate with half of it in "
-           "the bound (docs/server.md). 100: always on, exact counts")
+           "already out); scaled by time, that time is counted at half the window rate with half "
+           "of it in the bound (docs/server.md). 100: always on, exact counts")
         ->check(CLI::Range(0.1, 100.0));
     cmd->add_option("--duty-period", d.period_s,
                     "--duty: seconds between the starts of windows (the window is --duty% of "
-                    "it); shorter periods give more windows and tighter random bounds, but two "
-                    "probe swaps a period (~40 ms on a busy 2-CPU machine) widen the swap term")
+                    "it); shorter periods give more windows and tighter random bounds, but each "
+                    "period has two probe swaps (~40 ms on a busy 2-CPU machine; with counts "
+                    "scaled by time they widen the swap term)")
         ->check(CLI::Range(0.01, 3600.0))
         ->capture_default_str();
     cmd->add_option("--interval", d.interval_s,

@@ -433,6 +433,59 @@ TEST(DigestSummaryTest, JsonLinesPerDigest) {
 // The cycle's own bookkeeping, with a switch that only counts: windows
 // alternate on and off, and a firing counts only between an attach call's
 // end and the next detach call's start.
+// The query id counter is read at the start, right after each attach and
+// right before each detach, and at stop(): with a counter that counts its
+// own reads and the switches, each window's ids are the switches it holds.
+TEST(DutyCycleTest, QueryIdsAtTheEdges) {
+    uint64_t ids = 100;
+    bool on = false;
+    server::DutyOptions o;
+    o.fraction = 0.5;
+    o.period_ns = 20'000'000;
+    o.seed = 3;
+    server::DutyCycle cycle(
+        o,
+        [&](bool want) -> Result<void> {
+            on = want;
+            ids += 10;  // the server ran 10 statements during each call
+            return {};
+        },
+        [] { return uint64_t{0}; }, [&]() -> std::optional<uint64_t> { return ids++; });
+    while (cycle.windows().size() < 3) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    cycle.stop();
+    const auto ws = cycle.windows();
+    ASSERT_EQ(cycle.query_id_start(), std::optional<uint64_t>(100));
+    // Start, then per window: attach (+10), read, read, detach (+10).
+    for (size_t i = 0; i < ws.size(); i++) {
+        EXPECT_TRUE(ws[i].has_qid);
+        EXPECT_EQ(ws[i].qid_on, 101 + 10 + 22 * i);
+        EXPECT_EQ(ws[i].qids(), 1u);
+    }
+    EXPECT_EQ(cycle.query_id_end(), std::optional<uint64_t>(101 + 22 * ws.size()));
+    EXPECT_EQ(cycle.query_id_end(), cycle.query_id_end());  // read once, at stop()
+}
+
+TEST(DutyCycleTest, AFailedQueryIdReadTurnsTheCounterOff) {
+    int reads = 0;
+    server::DutyOptions o;
+    o.fraction = 0.5;
+    o.period_ns = 20'000'000;
+    server::DutyCycle cycle(
+        o, [&](bool) -> Result<void> { return {}; }, [] { return uint64_t{0}; },
+        [&]() -> std::optional<uint64_t> {
+            return ++reads == 3 ? std::nullopt : std::optional<uint64_t>(reads);
+        });
+    while (cycle.windows().size() < 3) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    cycle.stop();
+    EXPECT_FALSE(cycle.query_id_start());
+    EXPECT_FALSE(cycle.query_id_end());
+    EXPECT_FALSE(cycle.windows()[0].has_qid);  // its detach-side read failed
+}
+
 TEST(DutyCycleTest, WindowsAndTheirEdges) {
     int switches = 0;
     bool on = false;  // the caller took the probe out before the cycle

@@ -74,7 +74,9 @@ class ServerDuty : public ::testing::TestWithParam<ServerFlavour> {
     struct Counts {
         uint64_t select = 0, insert = 0, failing = 0;
     };
-    Counts workload(int rounds, std::chrono::microseconds pause) {
+    // `keep`: the connection is left open there (its COM_QUIT takes a query
+    // id), else closed.
+    Counts workload(int rounds, std::chrono::microseconds pause, MYSQL **keep = nullptr) {
         Counts c;
         MYSQL *m = connect_to(*server_, 0, "duty_db");
         for (int i = 0; i < rounds; i++) {
@@ -90,7 +92,11 @@ class ServerDuty : public ::testing::TestWithParam<ServerFlavour> {
             }
             std::this_thread::sleep_for(pause);
         }
-        mysql_close(m);
+        if (keep != nullptr) {
+            *keep = m;
+        } else {
+            mysql_close(m);
+        }
         return c;
     }
 
@@ -127,10 +133,14 @@ TEST_P(ServerDuty, EstimatesHoldTheTrueCounts) {
         server_tracer_argv(*server_, {"--stages", "off", "--duty", "20", "--duty-period", "0.5",
                                       "--format", "digests-json", "--output", out_}));
     ASSERT_TRUE(tracer->wait_for_stderr("Ctrl-C to stop")) << tracer->stop(SIGKILL).err;
-    // ~8 s at ~800 statements a second: 16 windows.
-    const Counts c = workload(1600, std::chrono::microseconds(4000));
+    // ~8 s at ~800 statements a second: 16 windows. The connection stays
+    // open until the tracer has stopped: its COM_QUIT would take a query id.
+    MYSQL *work = nullptr;
+    const Counts c = workload(1600, std::chrono::microseconds(4000), &work);
     auto r = tracer->stop(SIGINT);
+    mysql_close(work);
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("scaled by the server's "), std::string::npos) << r.err;
     // The server counted what the workload says it ran (the failing select
     // counts as a select where it reached execution; the checks ask only
     // for the classes that always do).
@@ -147,6 +157,16 @@ TEST_P(ServerDuty, EstimatesHoldTheTrueCounts) {
     EXPECT_GT(fraction, 0.1) << summary.dump();
     EXPECT_LT(fraction, 0.3) << summary.dump();
     EXPECT_GE(summary["windows"].get<int>(), 10) << summary.dump();
+    // Scaled by the server's query id counter, whose delta over the run is
+    // exact: one id per statement of a COM_QUERY (docs/server.md), and no
+    // other client ran one meanwhile.
+    EXPECT_EQ(summary["scaling"], "query_id") << summary.dump();
+    EXPECT_EQ(summary["query_ids"].get<uint64_t>(), c.select + c.insert + c.failing)
+        << summary.dump();
+    std::cout << "query ids " << summary["query_ids"] << ", in the windows "
+              << summary["query_ids_on"] << "\n";
+    double estimated = 0;
+    uint64_t seen = 0;
     for (const auto &[digest, truth] :
          {std::pair{kSelect, c.select}, {kInsert, c.insert}, {kFailing, c.failing}}) {
         SCOPED_TRACE(digest);
@@ -161,7 +181,23 @@ TEST_P(ServerDuty, EstimatesHoldTheTrueCounts) {
         EXPECT_GT(bound, 0) << d.dump();
         EXPECT_LT(bound, 0.5 * static_cast<double>(truth)) << d.dump();
         EXPECT_LT(d["seen"].get<uint64_t>(), truth) << d.dump();
+        estimated += est;
+        seen += d["seen"].get<uint64_t>();
     }
+    // The classes are all the statements, and the windows saw those whose
+    // query ids they hold but at their edges: one connection has at most one
+    // statement across an edge (its id taken before the attach returned, its
+    // probe after; or its id before the detach, its probe during it), so the
+    // two differ by at most one per window, and the estimates add up to the
+    // exact total within that.
+    const auto windows = summary["windows"].get<int64_t>();
+    const auto in_windows = summary["query_ids_on"].get<int64_t>();
+    EXPECT_LE(std::abs(static_cast<int64_t>(seen) - in_windows), windows) << summary.dump();
+    EXPECT_NEAR(estimated, summary["query_ids"].get<double>(),
+                summary["query_ids"].get<double>() * static_cast<double>(windows) /
+                        static_cast<double>(in_windows) +
+                    2)
+        << summary.dump();
     const json &failing = by_digest[kFailing];
     EXPECT_EQ(failing["errors_seen"], failing["seen"]);
     EXPECT_EQ(failing["errors"], failing["count"]);

@@ -3,6 +3,7 @@
 // 95% interval from the windows' spread and from steady arrivals, and what
 // it does with no window, one window and a class seen in none; the window
 // bookkeeping of report_windows() and the summary's JSON lines.
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -196,6 +197,122 @@ TEST(DutyEstimate, CoverageOnSteadyArrivals) {
     EXPECT_GE(covered, runs * 90 / 100);
 }
 
+// A closed-loop server that runs 20% slower while the probe is in: two
+// classes (70% / 30% of the statements), 20 windows of 0.1 s in 10 s. The
+// time-based scaling reads the slower rate as the rate of the whole time and
+// comes out low, outside its own bound; scaled by the exact number of query
+// ids, each class's share of what the windows saw is unbiased, and its 95%
+// bound holds the true count in ~95% of runs.
+struct SlowedRun {
+    WindowSet by_time, by_qid;
+    WindowedCount c[2];
+    double truth[2] = {0, 0};
+};
+
+SlowedRun slowed_run(std::mt19937_64 &rng, double rate, double slowdown) {
+    const double period = 0.5, on = 0.1, share[2] = {0.7, 0.3};
+    const int periods = 20;
+    SlowedRun r;
+    std::vector<std::array<double, 2>> seen;
+    std::vector<double> qids;
+    double q_total = 0;
+    auto statements = [&](double mean, double *by_class) {
+        const auto q = static_cast<double>(std::poisson_distribution<uint64_t>(mean)(rng));
+        const auto a = static_cast<double>(
+            std::binomial_distribution<uint64_t>(static_cast<uint64_t>(q), share[0])(rng));
+        by_class[0] = a;
+        by_class[1] = q - a;
+        r.truth[0] += a;
+        r.truth[1] += q - a;
+        q_total += q;
+        return q;
+    };
+    for (int k = 0; k < periods; k++) {
+        double in[2], out[2];
+        const double q = statements(rate * (1 - slowdown) * on, in);
+        statements(rate * (period - on), out);
+        seen.push_back({in[0], in[1]});
+        qids.push_back(q);
+        r.by_time.add(on);
+        r.by_qid.add(on);
+        r.by_qid.add_qids(q);
+    }
+    r.by_time.elapsed_s = r.by_qid.elapsed_s = periods * period;
+    r.by_qid.by_query_id = true;
+    r.by_qid.q_total = q_total;
+    for (int d = 0; d < 2; d++) {
+        for (size_t i = 0; i < seen.size(); i++) {
+            const double ci = seen[i][static_cast<size_t>(d)];
+            r.c[d].sum += ci;
+            r.c[d].sum_sq += ci * ci;
+            r.c[d].sum_cw += ci * on;
+            r.c[d].sum_cq += ci * qids[i];
+        }
+    }
+    return r;
+}
+
+TEST(DutyEstimate, QueryIdScalingCancelsASlowdownWhileWatched) {
+    std::mt19937_64 rng(7);
+    const int runs = 400;
+    int covered[2] = {0, 0}, old_covered[2] = {0, 0};
+    double bias_time[2] = {0, 0}, bias_qid[2] = {0, 0}, width_qid[2] = {0, 0};
+    for (int run = 0; run < runs; run++) {
+        const SlowedRun r = slowed_run(rng, 2000, 0.2);
+        for (int d = 0; d < 2; d++) {
+            const Estimate t = estimate(r.c[d], r.by_time);
+            const Estimate q = estimate(r.c[d], r.by_qid);
+            EXPECT_FALSE(q.exact);
+            EXPECT_EQ(q.swap_bound, 0);
+            bias_time[d] += (t.count - r.truth[d]) / r.truth[d] / runs;
+            bias_qid[d] += (q.count - r.truth[d]) / r.truth[d] / runs;
+            width_qid[d] += q.bound / r.truth[d] / runs;
+            covered[d] += std::abs(q.count - r.truth[d]) <= q.bound ? 1 : 0;
+            old_covered[d] += std::abs(t.count - r.truth[d]) <= t.bound ? 1 : 0;
+        }
+    }
+    for (int d = 0; d < 2; d++) {
+        SCOPED_TRACE(d);
+        // Time: the whole run at the watched rate, 0.8 + 0.2 * 0.8 / 1 ~ -18%.
+        EXPECT_LT(bias_time[d], -0.15);
+        EXPECT_LT(old_covered[d], runs / 2);
+        EXPECT_LT(std::abs(bias_qid[d]), 0.01);
+        EXPECT_GE(covered[d], runs * 90 / 100);
+        EXPECT_LE(covered[d], runs);
+        EXPECT_LT(width_qid[d], 0.1);  // +-10% of the count at most, here
+    }
+}
+
+// The exact total: the classes' estimates add up to the query ids, and a
+// class that is all the statements is exact (the binomial floor is 0).
+TEST(DutyEstimate, QueryIdScalingSharesTheExactTotal) {
+    WindowSet w;
+    w.by_query_id = true;
+    w.elapsed_s = 10;
+    w.q_total = 10'000;
+    WindowedCount a, b, all;
+    for (const auto &[qa, qb] : {std::pair{150.0, 50.0}, {140.0, 60.0}, {160.0, 40.0}}) {
+        w.add(0.1);
+        w.add_qids(qa + qb);
+        for (auto [c, x] : {std::pair{&a, qa}, {&b, qb}, {&all, qa + qb}}) {
+            c->sum += x;
+            c->sum_sq += x * x;
+            c->sum_cq += x * (qa + qb);
+        }
+    }
+    const Estimate ea = estimate(a, w), eb = estimate(b, w), e = estimate(all, w);
+    EXPECT_DOUBLE_EQ(ea.count, 10'000 * 450.0 / 600);
+    EXPECT_DOUBLE_EQ(ea.count + eb.count, 10'000);
+    EXPECT_DOUBLE_EQ(ea.rate, ea.count / 10);
+    EXPECT_DOUBLE_EQ(e.count, 10'000);
+    EXPECT_NEAR(e.bound, 0, 1e-9);
+    EXPECT_GT(ea.bound, 0);
+    // Binomial floor: C (1 - p) (T - W) T / W^2, below the between-window term here.
+    const double floor = 450 * 0.25 * 9400 * 10'000 / (600.0 * 600);
+    EXPECT_GE(ea.bound, 1.96 * std::sqrt(floor) - 1e-9);
+    EXPECT_NEAR(unseen_bound(w), 3 * 10'000 / 600.0, 1e-9);
+}
+
 TEST(WindowedCounterTest, FoldsCompleteWindowsOnly) {
     WindowedCounter c;
     c.add(0, 3);
@@ -239,6 +356,33 @@ TEST(ReportWindows, CountsSettledWindowsAndTheirTime) {
     r = report_windows(ws, 0, 2'000'000, 2'000'000, false, &complete);
     EXPECT_EQ(complete, 3u);
     EXPECT_DOUBLE_EQ(r.set.elapsed_s, 2e-3);
+}
+
+TEST(ReportWindows, ScalesByQueryIdsWhenEveryEdgeWasRead) {
+    std::vector<server::DutyWindow> ws = {window(1000, 101000), window(501000, 601000)};
+    ws[0].qid_on = 110;
+    ws[0].qid_off = 130;
+    ws[1].qid_on = 160;
+    ws[1].qid_off = 190;
+    ws[0].has_qid = ws[1].has_qid = true;
+    size_t complete = 0;
+    auto r = report_windows(ws, 0, 1'000'000, 1'000'000, false, &complete, 100, 250);
+    EXPECT_TRUE(r.set.by_query_id);
+    EXPECT_DOUBLE_EQ(r.set.q_total, 150);
+    EXPECT_DOUBLE_EQ(r.set.q_on, 50);
+    EXPECT_DOUBLE_EQ(r.set.q_on_sq, 20 * 20 + 30 * 30);
+    // Settled up to the first window: to the second's attach.
+    r = report_windows(ws, 0, 1'000'000, 300'000, false, &complete, 100, 250);
+    EXPECT_EQ(complete, 1u);
+    EXPECT_DOUBLE_EQ(r.set.q_total, 60);
+    // A counter read that failed: by time, and why.
+    r = report_windows(ws, 0, 1'000'000, 1'000'000, false, &complete, std::nullopt, 250);
+    EXPECT_FALSE(r.set.by_query_id);
+    EXPECT_EQ(r.no_query_id, "the query id counter could not be read");
+    ws[1].has_qid = false;
+    r = report_windows(ws, 0, 1'000'000, 1'000'000, false, &complete, 100, 250);
+    EXPECT_FALSE(r.set.by_query_id);
+    EXPECT_FALSE(r.no_query_id.empty());
 }
 
 server::Statement statement(const std::string &text, uint64_t ns, bool failed = false) {
@@ -289,6 +433,59 @@ TEST(DigestSummaryTest, JsonLinesPerDigest) {
 // The cycle's own bookkeeping, with a switch that only counts: windows
 // alternate on and off, and a firing counts only between an attach call's
 // end and the next detach call's start.
+// The query id counter is read at the start, right after each attach and
+// right before each detach, and at stop(): with a counter that counts its
+// own reads and the switches, each window's ids are the switches it holds.
+TEST(DutyCycleTest, QueryIdsAtTheEdges) {
+    uint64_t ids = 100;
+    bool on = false;
+    server::DutyOptions o;
+    o.fraction = 0.5;
+    o.period_ns = 20'000'000;
+    o.seed = 3;
+    server::DutyCycle cycle(
+        o,
+        [&](bool want) -> Result<void> {
+            on = want;
+            ids += 10;  // the server ran 10 statements during each call
+            return {};
+        },
+        [] { return uint64_t{0}; }, [&]() -> std::optional<uint64_t> { return ids++; });
+    while (cycle.windows().size() < 3) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    cycle.stop();
+    const auto ws = cycle.windows();
+    ASSERT_EQ(cycle.query_id_start(), std::optional<uint64_t>(100));
+    // Start, then per window: attach (+10), read, read, detach (+10).
+    for (size_t i = 0; i < ws.size(); i++) {
+        EXPECT_TRUE(ws[i].has_qid);
+        EXPECT_EQ(ws[i].qid_on, 101 + 10 + 22 * i);
+        EXPECT_EQ(ws[i].qids(), 1u);
+    }
+    EXPECT_EQ(cycle.query_id_end(), std::optional<uint64_t>(101 + 22 * ws.size()));
+    EXPECT_EQ(cycle.query_id_end(), cycle.query_id_end());  // read once, at stop()
+}
+
+TEST(DutyCycleTest, AFailedQueryIdReadTurnsTheCounterOff) {
+    int reads = 0;
+    server::DutyOptions o;
+    o.fraction = 0.5;
+    o.period_ns = 20'000'000;
+    server::DutyCycle cycle(
+        o, [&](bool) -> Result<void> { return {}; }, [] { return uint64_t{0}; },
+        [&]() -> std::optional<uint64_t> {
+            return ++reads == 3 ? std::nullopt : std::optional<uint64_t>(reads);
+        });
+    while (cycle.windows().size() < 3) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    cycle.stop();
+    EXPECT_FALSE(cycle.query_id_start());
+    EXPECT_FALSE(cycle.query_id_end());
+    EXPECT_FALSE(cycle.windows()[0].has_qid);  // its detach-side read failed
+}
+
 TEST(DutyCycleTest, WindowsAndTheirEdges) {
     int switches = 0;
     bool on = false;  // the caller took the probe out before the cycle

@@ -6,6 +6,7 @@
 
 #include "output/digest_summary.h"
 #include "server/duty_cycle.h"
+#include "server/query_counter.h"
 
 namespace mysqltrace::cli {
 
@@ -22,19 +23,22 @@ void add_duty_options(CLI::App *cmd, DutyArgs &d) {
            "--duty", d.duty_pct,
            "Leave-on mode: attach the statement probe only this percent of the time, one "
            "window per --duty-period at a random phase, and print per-digest summaries "
-           "(--format digests, or digests-json for JSON lines): counts scaled by the measured "
-           "on-time, each with a 95% interval computed from the spread between windows, "
+           "(--format digests, or digests-json for JSON lines): each digest's share of the "
+           "statements seen times the exact number of query ids the server took (its "
+           "global_query_id counter, read from its memory; by the measured on-time if that "
+           "cannot be read), each with a 95% interval computed from the spread between windows, "
            "latency mean/p50/p95/p99, rows and errors per digest, and with --stages sampled "
            "where the time went. A probe left on costs a trap per statement (~1 us, ~8% of a "
            "point select), one on 10% of the time about a tenth of that. Attaching takes "
            "milliseconds and detaching tens of milliseconds (an RCU grace period, the probe "
-           "already out); that time is counted at half the window rate with half of it in "
-           "the bound (docs/server.md). 100: always on, exact counts")
+           "already out); scaled by time, that time is counted at half the window rate with half "
+           "of it in the bound (docs/server.md). 100: always on, exact counts")
         ->check(CLI::Range(0.1, 100.0));
     cmd->add_option("--duty-period", d.period_s,
                     "--duty: seconds between the starts of windows (the window is --duty% of "
-                    "it); shorter periods give more windows and tighter random bounds, but two "
-                    "probe swaps a period (~40 ms on a busy 2-CPU machine) widen the swap term")
+                    "it); shorter periods give more windows and tighter random bounds, but each "
+                    "period has two probe swaps (~40 ms on a busy 2-CPU machine; with counts "
+                    "scaled by time they widen the swap term)")
         ->check(CLI::Range(0.01, 3600.0))
         ->capture_default_str();
     cmd->add_option("--interval", d.interval_s,
@@ -86,6 +90,17 @@ int run_server_duty(const server::ServerTarget &target, server::StatementTracerO
             return kExitFailure;
         }
     }
+    // The server's query id counter: the exact number of statements, by
+    // which the windows' counts are scaled (else by time).
+    std::optional<server::QueryIdCounter> qid;
+    if (!always_on) {
+        if (auto c = server::QueryIdCounter::open(target)) {
+            qid = *c;
+        } else {
+            std::cerr << "mysqltrace: counts scaled by time, not by query ids: "
+                      << c.error().message << "\n";
+        }
+    }
     server::DutyOptions dopts;
     dopts.fraction = always_on ? 1.0 : d.duty_pct / 100.0;
     dopts.period_ns = static_cast<uint64_t>(d.period_s * 1e9);
@@ -97,14 +112,20 @@ int run_server_duty(const server::ServerTarget &target, server::StatementTracerO
     auto *tr = tracer->get();
     server::DutyCycle cycle(
         dopts, [tr](bool on) { return tr->set_statement_probes(on); },
-        [tr] { return tr->rings().stats().dropped; });
+        [tr] { return tr->rings().stats().dropped; },
+        qid ? server::DutyCycle::QueryId([&qid]() -> std::optional<uint64_t> {
+            auto v = qid->read();
+            return v ? std::optional<uint64_t>(*v) : std::nullopt;
+        })
+            : server::DutyCycle::QueryId());
     cycle_ptr = &cycle;
     std::cerr << "mysqltrace: tracing statements of pid " << target.pid << " ("
               << (*tracer)->path_note() << "; "
               << (always_on ? std::string("probe attached all the time, exact counts")
                             : "probe attached " + std::to_string(d.duty_pct) + "% of each " +
                                   std::to_string(d.period_s) +
-                                  " s period, at a random phase: counts are estimates")
+                                  " s period, at a random phase: counts are estimates, scaled by " +
+                                  (qid ? "the server's " + qid->symbol() : std::string("time")))
               << "); Ctrl-C to stop\n";
 
     auto write_summary = [&](bool final) {
@@ -121,9 +142,11 @@ int run_server_duty(const server::ServerTarget &target, server::StatementTracerO
                 r.drops = windows[0].drops;
             }
         } else {
+            // Read after the windows were copied: one opened since is unsampled time.
+            const auto qid_end = cycle.query_id_end();
             r = output::report_windows(windows, cycle.start_ns(), end,
                                        final ? end : end - std::min(end, kSettleNs), false,
-                                       &complete);
+                                       &complete, cycle.query_id_start(), qid_end);
         }
         summary.settle(complete, windows);
         o.write(d.json ? summary.json(r, static_cast<uint64_t>(target.pid)) : summary.text(r));

@@ -66,8 +66,8 @@ uint64_t LogHistogram::quantile(double q) const {
 }
 
 WindowReport report_windows(const std::vector<server::DutyWindow> &windows, uint64_t start_ns,
-                            uint64_t end_ns, uint64_t settled_ns, bool always_on,
-                            size_t *complete) {
+                            uint64_t end_ns, uint64_t settled_ns, bool always_on, size_t *complete,
+                            std::optional<uint64_t> qid_start, std::optional<uint64_t> qid_end) {
     WindowReport r;
     size_t n = 0;
     while (n < windows.size() && windows[n].closed() && windows[n].detach_end_ns <= settled_ns) {
@@ -98,6 +98,32 @@ WindowReport report_windows(const std::vector<server::DutyWindow> &windows, uint
     const uint64_t until = n == windows.size() ? end_ns : windows[n].attach_begin_ns;
     r.set.elapsed_s = until > start_ns ? static_cast<double>(until - start_ns) / 1e9 : 0;
     r.set.always_on = always_on;
+    if (always_on) {
+        return r;
+    }
+    // The same span in query ids: to the first incomplete window's attach
+    // (the id read when that call returned) or to `qid_end`.
+    std::optional<uint64_t> q_until = qid_end;
+    if (n < windows.size()) {
+        q_until = windows[n].attach_end_ns != 0 && windows[n].qid_on != 0
+                      ? std::optional<uint64_t>(windows[n].qid_on)
+                      : std::nullopt;
+    }
+    bool all_read = qid_start && q_until && *q_until >= *qid_start;
+    for (size_t i = 0; i < n && all_read; i++) {
+        all_read =
+            windows[i].has_qid && windows[i].qid_on >= *qid_start && windows[i].qid_off <= *q_until;
+    }
+    if (all_read) {
+        r.set.by_query_id = true;
+        r.set.q_total = static_cast<double>(*q_until - *qid_start);
+        for (size_t i = 0; i < n; i++) {
+            r.set.add_qids(static_cast<double>(windows[i].qids()));
+        }
+    } else {
+        r.no_query_id = qid_start ? "the query id counter was not read at every window's edges"
+                                  : "the query id counter could not be read";
+    }
     return r;
 }
 
@@ -147,9 +173,12 @@ void DigestSummary::settle(size_t complete, const std::vector<server::DutyWindow
     auto on_s = [&](size_t i) {
         return i < windows.size() ? static_cast<double>(windows[i].on_ns()) / 1e9 : 0.0;
     };
+    auto qids = [&](size_t i) {
+        return i < windows.size() ? static_cast<double>(windows[i].qids()) : 0.0;
+    };
     for (auto &[key, d] : classes_) {
-        d.count.settle(complete, on_s);
-        d.errors.settle(complete, on_s);
+        d.count.settle(complete, on_s, qids);
+        d.errors.settle(complete, on_s, qids);
     }
 }
 
@@ -201,15 +230,28 @@ std::string DigestSummary::text(const WindowReport &r) const {
         out += "# digest summary: ESTIMATES. The probe was attached " +
                fixed(100 * w.fraction(), 2) + "% of " + fixed(w.elapsed_s, 2) + " s (" +
                std::to_string(w.n) +
-               " windows, measured), counts scaled by it; +- is a 95% "
+               " windows, measured); +- is a 95% "
                "interval from the spread between windows (at least the steady-rate one).\n";
+        if (w.by_query_id) {
+            out += "# scaling: by query ids. The server took exactly " + count_text(w.q_total) +
+                   " query ids in this time, " + count_text(w.q_on) +
+                   " of them in the windows: each digest's share of the statements seen, times " +
+                   count_text(w.q_total) + "\n";
+        } else {
+            out += "# scaling: by time (" + r.no_query_id +
+                   "): counts are low when the server runs slower while the probe is in\n";
+        }
         if (r.switches) {
+            const std::string swap_note =
+                w.by_query_id
+                    ? "% of the time (its query ids are in the total)\n"
+                    : "% of the time, counted at half the rate, +- half (in the bounds)\n";
             out += "# attach " + human_duration(r.attach_ns_sum / r.switches) + " mean, " +
                    human_duration(r.attach_ns_max) + " max; detach " +
                    human_duration(r.detach_ns_sum / r.switches) + " mean, " +
                    human_duration(r.detach_ns_max) +
                    " max: " + fixed(w.elapsed_s > 0 ? 100 * w.swap_s / w.elapsed_s : 0, 1) +
-                   "% of the time, counted at half the rate, +- half (in the bounds)\n";
+                   swap_note;
         }
         if (w.n > 0) {
             out += "# a digest not listed ran fewer than ~" + count_text(unseen_bound(w)) +
@@ -271,6 +313,15 @@ std::string DigestSummary::json(const WindowReport &r, uint64_t pid) const {
     j.field("windows", static_cast<uint64_t>(w.n));
     j.field("on_s", w.on_s);
     j.field("on_fraction", w.always_on ? 1.0 : w.fraction());
+    if (!w.always_on) {
+        j.field("scaling", w.by_query_id ? "query_id" : "time");
+        if (w.by_query_id) {
+            j.field("query_ids", static_cast<uint64_t>(w.q_total));
+            j.field("query_ids_on", static_cast<uint64_t>(w.q_on));
+        } else {
+            j.field("scaling_note", r.no_query_id);
+        }
+    }
     j.field("drop_windows", static_cast<uint64_t>(r.drop_windows));
     j.field("drops", r.drops);
     if (r.switches) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -54,12 +55,20 @@ struct WindowReport {
     uint64_t drops = 0;
     uint64_t attach_ns_sum = 0, attach_ns_max = 0, detach_ns_sum = 0, detach_ns_max = 0;
     size_t switches = 0;  // attach and detach calls measured
+    // Query-id scaling (set.by_query_id): the exact number of query ids the
+    // server took over the elapsed time is set.q_total. Otherwise, why not
+    // ("" with the probe always on).
+    std::string no_query_id;
 };
 
 // The complete windows of `windows` (closed before `settled_ns`) over the
-// time from `start_ns` to `end_ns`.
+// time from `start_ns` to `end_ns`; with the query id counter at the start
+// and at `end_ns` (both read, and every complete window's edges read),
+// scaled by query ids.
 WindowReport report_windows(const std::vector<server::DutyWindow> &windows, uint64_t start_ns,
-                            uint64_t end_ns, uint64_t settled_ns, bool always_on, size_t *complete);
+                            uint64_t end_ns, uint64_t settled_ns, bool always_on, size_t *complete,
+                            std::optional<uint64_t> qid_start = std::nullopt,
+                            std::optional<uint64_t> qid_end = std::nullopt);
 
 class DigestSummary {
   public:

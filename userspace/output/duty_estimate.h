@@ -22,6 +22,18 @@
 //   between 0 and r S, i.e. r S / 2 +- r S / 2, the latter added to the
 //   bound as a systematic term. T above is then the time outside swaps.
 // Probe on all the time (f = 1): the count is exact and the interval 0.
+//
+// With the server's query id counter (server/query_counter.h) read at the
+// start and end and at each window's edges, the same estimator runs with
+// query ids in place of seconds (by_query_id): w_i is the number of query
+// ids the server took inside window i, T the number over the whole time,
+// so each class's count is its share of the statements seen times the exact
+// total. A server that runs slower while the probe is in takes fewer ids
+// then too, so the slowdown cancels (the time-based scaling reads it as a
+// lower rate). Query ids taken inside attach and detach calls are in T and
+// counted at the windows' share: no swap term. The steady floor is then
+// binomial: a class that is a share p = C / W of the statements seen has
+// Var = C (1 - p) (T - W) T / W^2 (the Poisson one times 1 - p).
 #pragma once
 
 #include <cstddef>
@@ -39,6 +51,14 @@ struct WindowSet {
     double elapsed_s = 0;    // T
     double swap_s = 0;       // S: inside attach and detach calls
     bool always_on = false;  // the probe never left: counts are exact
+    // Query-id scaling: the same sums with query ids as the unit.
+    bool by_query_id = false;
+    double q_on = 0, q_on_sq = 0;  // sum(q_i), sum(q_i^2)
+    double q_total = 0;            // query ids over the elapsed time
+    void add_qids(double q) {
+        q_on += q;
+        q_on_sq += q * q;
+    }
     void add(double w) {
         n++;
         on_s += w;
@@ -52,6 +72,7 @@ struct WindowedCount {
     double sum = 0;     // sum(c_i)
     double sum_sq = 0;  // sum(c_i^2)
     double sum_cw = 0;  // sum(c_i w_i)
+    double sum_cq = 0;  // sum(c_i q_i): query ids of the window
 };
 
 struct Estimate {
@@ -77,9 +98,10 @@ double t975(size_t df);
 class WindowedCounter {
   public:
     void add(size_t window, uint64_t n = 1);
-    // Folds every window below `complete`; on_s(i): window i's on-time.
-    template <typename OnSeconds>
-    void settle(size_t complete, OnSeconds on_s) {
+    // Folds every window below `complete`; on_s(i): window i's on-time,
+    // qids(i): the query ids the server took in it (0: not read).
+    template <typename OnSeconds, typename Qids>
+    void settle(size_t complete, OnSeconds on_s, Qids qids) {
         size_t kept = 0;
         for (auto &[win, n] : open_) {
             if (win < complete) {
@@ -87,11 +109,16 @@ class WindowedCounter {
                 folded_.sum += c;
                 folded_.sum_sq += c * c;
                 folded_.sum_cw += c * on_s(win);
+                folded_.sum_cq += c * qids(win);
             } else {
                 open_[kept++] = {win, n};
             }
         }
         open_.resize(kept);
+    }
+    template <typename OnSeconds>
+    void settle(size_t complete, OnSeconds on_s) {
+        settle(complete, on_s, [](size_t) { return 0.0; });
     }
     const WindowedCount &folded() const { return folded_; }
 

@@ -15,9 +15,16 @@ uint64_t monotonic_ns() {
 }
 
 DutyCycle::DutyCycle(const DutyOptions &opts, std::function<Result<void>(bool)> set_probes,
-                     std::function<uint64_t()> drops)
-    : opts_(opts), set_probes_(std::move(set_probes)), drops_(std::move(drops)) {
+                     std::function<uint64_t()> drops, QueryId query_id)
+    : opts_(opts),
+      set_probes_(std::move(set_probes)),
+      drops_(std::move(drops)),
+      query_id_(std::move(query_id)) {
     opts_.fraction = std::clamp(opts_.fraction, 0.0, 1.0);
+    if (query_id_) {
+        qid_start_ = query_id_();
+        qid_failed_ = !qid_start_;
+    }
     start_ns_ = monotonic_ns();
     if (opts_.fraction >= 1.0) {
         // Attached by the caller already: one window from now to stop().
@@ -60,9 +67,12 @@ void DutyCycle::run() {
         const uint64_t drops_before = drops_();
         auto r = set_probes_(true);
         const uint64_t attached = monotonic_ns();
+        const auto qid_on = query_id_ ? query_id_() : std::nullopt;
         {
             std::lock_guard lock(mu_);
             windows_.back().attach_end_ns = attached;
+            windows_.back().qid_on = qid_on.value_or(0);
+            qid_failed_ = qid_failed_ || (query_id_ && !qid_on);
             if (!r) {
                 failure_ = r.error();
                 windows_.back().detach_begin_ns = windows_.back().detach_end_ns = attached;
@@ -72,8 +82,12 @@ void DutyCycle::run() {
         sleep_until(begin + on);  // on stop(), the window closes now
         {
             // Before the call: a record made in it must not count.
+            const auto qid_off = query_id_ ? query_id_() : std::nullopt;
             std::lock_guard lock(mu_);
             windows_.back().detach_begin_ns = monotonic_ns();
+            windows_.back().qid_off = qid_off.value_or(0);
+            windows_.back().has_qid = qid_on && qid_off;
+            qid_failed_ = qid_failed_ || (query_id_ && !qid_off);
         }
         auto d = set_probes_(false);
         const uint64_t detached = monotonic_ns();
@@ -104,8 +118,11 @@ void DutyCycle::stop() {
     if (thread_.joinable()) {
         thread_.join();
     }
+    const auto qid_end = query_id_ ? query_id_() : std::nullopt;
     std::lock_guard lock(mu_);
     end_ns_ = monotonic_ns();
+    qid_end_ = qid_end;
+    qid_failed_ = qid_failed_ || (query_id_ && !qid_end);
     if (!windows_.empty() && !windows_.back().closed()) {  // fraction 1
         auto &w = windows_.back();
         w.detach_begin_ns = w.detach_end_ns = end_ns_;
@@ -134,6 +151,27 @@ long DutyCycle::window_of(uint64_t t) const {
         return -1;
     }
     return it - windows_.begin();
+}
+
+std::optional<uint64_t> DutyCycle::query_id_start() const {
+    std::lock_guard lock(mu_);
+    return qid_failed_ ? std::nullopt : qid_start_;
+}
+
+std::optional<uint64_t> DutyCycle::query_id_end() const {
+    {
+        std::lock_guard lock(mu_);
+        if (qid_failed_ || !query_id_) {
+            return std::nullopt;
+        }
+        if (end_ns_ != 0) {
+            return qid_end_;
+        }
+    }
+    auto now = query_id_();
+    std::lock_guard lock(mu_);
+    qid_failed_ = qid_failed_ || !now;
+    return now;
 }
 
 std::vector<DutyWindow> DutyCycle::windows() const {

@@ -27,6 +27,12 @@ struct DutyWindow {
     uint64_t attach_begin_ns = 0, attach_end_ns = 0;
     uint64_t detach_begin_ns = 0, detach_end_ns = 0;
     uint64_t drops = 0;  // ring records lost while it was open
+    // The server's query id counter (server/query_counter.h) read right
+    // after the attach call returned and right before the detach call:
+    // the statements the server ran in on_ns(). has_qid false: not read.
+    uint64_t qid_on = 0, qid_off = 0;
+    bool has_qid = false;
+    uint64_t qids() const { return has_qid && qid_off > qid_on ? qid_off - qid_on : 0; }
     bool closed() const { return detach_end_ns != 0; }
     // From the end of the attach call to the start of the detach call:
     // the probe is in for all of it, and only the records made in it count
@@ -49,8 +55,12 @@ class DutyCycle {
     // set_probes(false) takes the probes out, set_probes(true) puts them
     // back; the caller has them out when this starts, or with fraction 1
     // in (one window, never switched). drops(): the rings' drop counter now.
+    // query_id(): the server's query id counter now, nullopt when it cannot
+    // be read (an empty function: not read at all); read at the start, at
+    // each window's edges and at stop().
+    using QueryId = std::function<std::optional<uint64_t>()>;
     DutyCycle(const DutyOptions &opts, std::function<Result<void>(bool)> set_probes,
-              std::function<uint64_t()> drops);
+              std::function<uint64_t()> drops, QueryId query_id = {});
     ~DutyCycle();
     DutyCycle(const DutyCycle &) = delete;
     DutyCycle &operator=(const DutyCycle &) = delete;
@@ -65,6 +75,10 @@ class DutyCycle {
     // or detach call).
     long window_of(uint64_t t) const;
     std::vector<DutyWindow> windows() const;
+    // The query id counter at the start and at stop() (or now while the
+    // cycle runs); nullopt when any read of it failed.
+    std::optional<uint64_t> query_id_start() const;
+    std::optional<uint64_t> query_id_end() const;
     // The first attach or detach that failed (the cycle then stopped).
     std::optional<Error> failure() const;
 
@@ -76,7 +90,10 @@ class DutyCycle {
     DutyOptions opts_;
     std::function<Result<void>(bool)> set_probes_;
     std::function<uint64_t()> drops_;
+    QueryId query_id_;
     uint64_t start_ns_ = 0, end_ns_ = 0;
+    std::optional<uint64_t> qid_start_, qid_end_;
+    mutable bool qid_failed_ = false;  // a read failed: the counter is not used
     mutable std::mutex mu_;
     std::condition_variable cv_;
     bool stopping_ = false;

@@ -175,6 +175,13 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                      "--format digests\n";
         return kExitUsage;
     }
+    if ((a.threads || a.transactions) && (slowlog || pfs_sql || digests)) {
+        std::cerr << "mysqltrace: --threads and --transactions are written by --format text "
+                     "and json"
+                  << (digests ? " without --duty" : "") << "; --format " << a.format
+                  << " has no place for them\n";
+        return kExitUsage;
+    }
     if (digests) {
         if (a.format != "text" && a.format != "json" && !a.format.starts_with("digests")) {
             std::cerr << "mysqltrace: --duty sees part of the statements: it prints digest "

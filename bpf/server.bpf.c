@@ -675,6 +675,7 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
 #include "server_stages.bpf.h"
 #include "server_waits.bpf.h"
 #include "server_table_io.bpf.h"
+#include "server_locks.bpf.h"
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(server_thread_exit, struct task_struct *task) {

@@ -172,6 +172,18 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_share_db = l.share_db;
     ro->off_share_table_name = l.share_table_name;
     ro->max_sql = std::min<uint32_t>(opts.max_sql, MT_MAX_SQL);
+    if (opts.locks) {
+        t->lock_layout_ = learn_lock_layout(*target.file);
+        t->lock_records_ = opts.lock_records;
+        const LockLayout &k = t->lock_layout_;
+        ro->off_ctx_owner = k.ctx_owner;
+        ro->owner_to_thd = k.owner_to_thd;
+        ro->off_ticket_type = k.ticket_type;
+        ro->off_ticket_lock = k.ticket_lock;
+        ro->off_lock_key = k.lock_key;
+        ro->off_ticket_ctx = k.ticket_ctx;
+        ro->row_waited_unit_ns = k.row_waited_unit_ns;
+    }
     ro->text_lo = target.text_lo;
     ro->text_hi = target.text_hi;
     const uint32_t hz = std::max<uint32_t>(1, opts.sample_hz);
@@ -245,7 +257,15 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         bpf::RingSet::create(t->skel_->obj, opts.ring, [self](std::span<const uint8_t> rec) {
             Wait w;
             Account account;
-            if (decode_account(rec, &account)) {
+            mt_event_header h{};
+            if (rec.size() >= sizeof(h)) {
+                std::memcpy(&h, rec.data(), sizeof(h));
+            }
+            if (h.type == MT_EV_SERVER_LOCK_WAIT || h.type == MT_EV_SERVER_LOCK_EDGE) {
+                if (self->lock_records_) {
+                    self->lock_records_(rec);
+                }
+            } else if (decode_account(rec, &account)) {
                 self->accounts_.add(std::move(account));
             } else if (decode_statement(rec, &self->decoded_)) {
                 self->on_statement(self->decoded_);
@@ -370,6 +390,26 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
             t->table_io_links_.push_back(std::move(tl).value());
         }
         t->table_io_sites_ = offsets.size();
+    }
+    if (opts.locks) {
+        if (t->lock_layout_.sites.empty()) {
+            return Error{ENOTSUP, "--locks: " + t->lock_layout_.missing};
+        }
+        // Returns first, as for table I/O: a wait already running when its
+        // entry probe goes in then ends unseen rather than left open.
+        for (bool ret : {true, false}) {
+            for (const auto &s : t->lock_layout_.sites) {
+                if (s.retprobe != ret) {
+                    continue;
+                }
+                auto lk = uprobe(progs->server_lock, s.offset, s.retprobe,
+                                 static_cast<uint64_t>(s.role), s.what);
+                if (!lk) {
+                    return lk.error();
+                }
+                t->links_.push_back(std::move(lk).value());
+            }
+        }
     }
     if (opts.stages != StageMode::off) {
         // Off-CPU time by stage, and a per-thread CPU clock exact to the ns.

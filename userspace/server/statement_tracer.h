@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "bpf/handles.h"
 #include "bpf/ring_set.h"
 #include "server/accounts.h"
+#include "server/lock_layout.h"
 #include "server/server_target.h"
 #include "server/statement.h"
 #include "server/waits.h"
@@ -57,6 +59,11 @@ struct StatementTracerOptions {
     // One probe per statement (log_slow_statement) when the build has what
     // it needs and no mode needs nesting (exact stages, waits, table I/O).
     bool one_probe = true;
+    // --locks: probes on the paths of metadata and row lock waits
+    // (bpf/server_locks.bpf.h); their records (MT_EV_SERVER_LOCK_*) go to
+    // lock_records, undecoded (server/locks.h decodes them).
+    bool locks = false;
+    std::function<void(std::span<const uint8_t>)> lock_records;
     bpf::RingOptions ring;
 };
 
@@ -82,6 +89,8 @@ class StatementTracer {
     // one, why.
     bool one_probe() const { return one_probe_; }
     const std::string &path_note() const { return path_note_; }
+    // What --locks learnt of this build (empty unless options.locks).
+    const LockLayout &lock_layout() const { return lock_layout_; }
     // The one-probe path on a server whose start_utime is wall-clock time:
     // re-reads the wall clock's offset from the monotonic one (call now and
     // then: the wall clock can be stepped).
@@ -127,6 +136,8 @@ class StatementTracer {
     void on_statement(Statement &s);
     void emit(Statement &s);  // redacts, then hands over
     Accounts accounts_;
+    LockLayout lock_layout_;
+    std::function<void(std::span<const uint8_t>)> lock_records_;
 };
 
 // The display name of a stage as SHOW PROFILE prints it ("Opening tables").

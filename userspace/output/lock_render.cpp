@@ -147,7 +147,7 @@ std::string lock_incident_json(const server::LockIncident &i) {
 namespace {
 
 void tree_below(const std::vector<server::BlockingEdge> &edges, uint64_t blocker, int depth,
-                std::set<uint64_t> &path, std::string &out) {
+                std::set<uint64_t> &path, std::set<uint64_t> &shown, std::string &out) {
     for (const auto &e : edges) {
         if (e.blocker != blocker) {
             continue;
@@ -159,8 +159,9 @@ void tree_below(const std::vector<server::BlockingEdge> &edges, uint64_t blocker
                     ? std::string("an InnoDB lock")
                     : "a metadata lock" + (e.object.empty() ? "" : " on " + e.object)) +
                (e.waiting_sql.empty() ? "" : ": " + one_line(e.waiting_sql)) + "\n";
+        shown.insert(e.waiter);
         if (path.insert(e.waiter).second) {
-            tree_below(edges, e.waiter, depth + 1, path, out);
+            tree_below(edges, e.waiter, depth + 1, path, shown, out);
             path.erase(e.waiter);
         } else {
             out += std::string(4 + 2 * depth, ' ') + "(a cycle: a deadlock)\n";
@@ -175,9 +176,10 @@ std::string blocking_tree_text(const std::vector<server::BlockingEdge> &edges) {
         return "";
     }
     std::string out = "blocking tree (who blocked whom during the trace):\n";
-    std::set<uint64_t> done;
+    // Roots come first; a blocker already shown under one is not repeated.
+    std::set<uint64_t> shown;
     for (const auto &e : edges) {
-        if (!done.insert(e.blocker).second) {
+        if (!shown.insert(e.blocker).second) {
             continue;
         }
         out += "thread " + std::to_string(e.blocker);
@@ -186,7 +188,7 @@ std::string blocking_tree_text(const std::vector<server::BlockingEdge> &edges) {
         }
         out += "\n";
         std::set<uint64_t> path{e.blocker};
-        tree_below(edges, e.blocker, 0, path, out);
+        tree_below(edges, e.blocker, 0, path, shown, out);
     }
     return out;
 }

@@ -21,6 +21,9 @@
 #   waits           `mysqltrace server --waits` (sampled stages + waits)
 #   table-io        `mysqltrace server --stages off --table-io` (statements
 #                   and one wait per row through the handler)
+#   locks           `mysqltrace server --stages off --locks` (statements, and
+#                   probes on the lock wait paths: sysbench's point selects
+#                   never wait, so this is --locks' cost without contention)
 #   client          `mysqltrace client` attached to sysbench
 #   client-summary  the same with --summary-only
 #   run             `mysqltrace run -- sysbench` (the shim's USDT probes)
@@ -37,7 +40,7 @@
 # performance_schema is OFF only where asked.
 
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BENCH_ALL_CONFIGS="baseline floor statements statements-json statements-slowlog statements-multi sampled exact traps waits table-io client client-summary run run-no-api shim-idle pfs-stages pfs"
+BENCH_ALL_CONFIGS="baseline floor statements statements-json statements-slowlog statements-multi sampled exact traps waits table-io locks client client-summary run run-no-api shim-idle pfs-stages pfs"
 # Enough for the 200-connection memory runs (the default is 151).
 BENCH_MAX_CONNECTIONS=${BENCH_MAX_CONNECTIONS:-512}
 BENCH_TABLE_SIZE=${BENCH_TABLE_SIZE:-10000}
@@ -265,7 +268,7 @@ bench_run() {
     baseline) bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
     pfs | pfs-stages) bench_sysbench "$work/$bench_prefix$cfg" "$workload" "${args[@]}" >"$out" ;;
     shim-idle) LD_PRELOAD="$shim" bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
-    floor | statements* | sampled | exact | traps | waits | table-io)
+    floor | statements* | sampled | exact | traps | waits | table-io | locks)
       mode=$cfg
       local path="" dest=/dev/null
       case $cfg in statements*) mode=off ;; esac
@@ -274,6 +277,7 @@ bench_run() {
       [ "$cfg" = statements-multi ] && path=multi
       [ "$cfg" = waits ] && mode=sampled && extra=(--waits)
       [ "$cfg" = table-io ] && mode=off && extra=(--table-io)
+      [ "$cfg" = locks ] && mode=off && extra=(--locks)
       rm -f "$work/trace.out"
       if [ "$cfg" = floor ]; then
         "$pb" floor --pid "$(bench_server_pid "$plain")" 2>"$err" &

@@ -21,6 +21,7 @@ NAMES = {
     "statements-json": "`mysqltrace server --stages off --format json` to a file",
     "statements-slowlog": "`mysqltrace server --stages off --format slowlog` to a file",
     "statements-multi": "`--stages off` on entry + end probes (the multi-probe path)",
+    "locks": "`mysqltrace server --stages off --locks` (statements + lock wait probes, no contention)",
     "sampled": "`mysqltrace server` (statements + sampled stages)",
     "exact": "`mysqltrace server --stages exact` (+ exact stages)",
     "traps": "exact-stage probes, empty programs (trap floor)",

@@ -33,7 +33,8 @@ enum lock_role {  // attach cookies (server/lock_layout.h, LockRole)
     LOCK_ROW_WAITED = 9,    // (THD *, waited microseconds): a row lock wait ended
     LOCK_ROW_EDGE = 10,     // (THD *waiter, THD *blocker)
     LOCK_MDL_WAIT_RET = 11,  // MDL_wait::timed_wait: return
-    LOCK_MDL_GRANT = 12      // MDL_wait::set_status(this, status), by the thread granting
+    LOCK_MDL_GRANT = 12,     // MDL_wait::set_status(this, status), by the thread granting
+    LOCK_ROW_WAIT_BEGIN = 13  // the wait's thd_wait_begin(THD *, type) call (MariaDB)
 };
 
 // Inputs: MDL_context::m_owner; MDL_ticket::m_ctx; what to subtract from an MDL_context_owner
@@ -85,6 +86,41 @@ struct {
     __type(key, __u64);
     __type(value, __u32);
 } mdl_granted_by SEC(".maps");
+
+// InnoDB waits whose begin is seen (LOCK_ROW_WAIT_BEGIN), by OS thread:
+// when, and the first thread of the server that woke the waiter since (the
+// one whose release granted the lock, when the wait ends granted: userspace
+// keeps it only then). Watched from sched_waking, which runs in the waker's
+// context (sched_wakeup may run on the wakee's CPU, in another task's).
+struct row_wait {
+    __u64 start;
+    __u32 waker;
+    __u32 _pad0;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 4096);
+    __type(key, __u32);
+    __type(value, struct row_wait);
+} row_waits SEC(".maps");
+
+// Waits open in row_waits: sched_waking does nothing while there are none.
+__s64 row_waiting = 0;
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(server_lock_waking, struct task_struct *p) {
+    struct row_wait *rw;
+    __u32 wakee;
+
+    if (!row_waiting || !traced())
+        return 0;
+    wakee = BPF_CORE_READ(p, pid);
+    rw = bpf_map_lookup_elem(&row_waits, &wakee);
+    if (rw && !rw->waker)
+        rw->waker = (__u32)bpf_get_current_pid_tgid();
+    return 0;
+}
 
 static __always_inline struct lock_state *lock_state_of(int create) {
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -194,7 +230,8 @@ int server_lock(struct pt_regs *ctx) {
 
     if (!traced())
         return 0;
-    ls = lock_state_of(role != LOCK_ROW_EDGE && role != LOCK_ROW_WAITED && role != LOCK_MDL_GRANT);
+    ls = lock_state_of(role != LOCK_ROW_EDGE && role != LOCK_ROW_WAITED &&
+                       role != LOCK_MDL_GRANT && role != LOCK_ROW_WAIT_BEGIN);
     switch (role) {
     case LOCK_MDL_FIND:
         if (!ls)
@@ -266,17 +303,40 @@ int server_lock(struct pt_regs *ctx) {
         }
         ls->row_start = 0;
         return 0;
-    case LOCK_ROW_WAITED:
+    case LOCK_ROW_WAIT_BEGIN: {
+        struct row_wait rw = {.start = bpf_ktime_get_ns()};
+        __u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+        if (bpf_map_update_elem(&row_waits, &tid, &rw, BPF_NOEXIST) == 0)
+            __sync_fetch_and_add(&row_waiting, 1);
+        else
+            bpf_map_update_elem(&row_waits, &tid, &rw, BPF_ANY);
+        return 0;
+    }
+    case LOCK_ROW_WAITED: {
+        __u32 tid = (__u32)bpf_get_current_pid_tgid();
+        struct row_wait *rw = bpf_map_lookup_elem(&row_waits, &tid);
+
         now = bpf_ktime_get_ns();
         ev = lock_reserve(&ring);
+        if (ev) {
+            waited = PT_REGS_PARM2(ctx) * row_waited_unit_ns;
+            ev->start_ns = waited < now ? now - waited : 0;
+            if (rw) {
+                ev->start_ns = rw->start;
+                ev->granter_tid = rw->waker;
+                ev->flags = MT_LOCK_WAKER_SEEN;
+            }
+        }
+        if (rw && bpf_map_delete_elem(&row_waits, &tid) == 0)
+            __sync_fetch_and_add(&row_waiting, -1);
         if (!ev)
             return 0;
-        waited = PT_REGS_PARM2(ctx) * row_waited_unit_ns;
-        ev->start_ns = waited < now ? now - waited : 0;
         ev->thread_id = thread_id_of((void *)PT_REGS_PARM1(ctx));
         ev->kind = MT_LOCK_ROW;
         mt_submit(ring, ev, sizeof(*ev));
         return 0;
+    }
     case LOCK_ROW_EDGE:
         if (!PT_REGS_PARM1(ctx) || !PT_REGS_PARM2(ctx))
             return 0;

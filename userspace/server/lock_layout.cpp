@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <optional>
 
 #include "elf/disassembler.h"
 #include "server/hooks.h"
@@ -34,6 +35,7 @@ constexpr const char *kLockWaitTimeout = "_Z21thd_lock_wait_timeoutP3THD";
 constexpr const char *kReportLockWait = "_Z20thd_report_lock_waitP3THDS0_b";
 // MariaDB: called once a row lock wait ended, with the THD and the wait.
 constexpr const char *kStorageLockWait = "thd_storage_lock_wait";
+constexpr const char *kWaitBegin = "thd_wait_begin";
 
 // MDL_context::m_owner: acquire_lock passes it to m_wait.timed_wait(owner,
 // ...) as `mov disp(%ctx), %rsi` with %rdi = %ctx (or lea off(%ctx)). Every
@@ -142,12 +144,23 @@ int64_t ctx_offset(const elf::ElfFile &file) {
     return found;
 }
 
-// The unit of thd_storage_lock_wait's second argument, from its callers:
+// What the callers of thd_storage_lock_wait (MariaDB: InnoDB's lock_wait(),
+// which has no symbol) tell, from one scan of the code for its `call
+// rel32`s: the unit of its second argument, and where the same wait began.
 // MariaDB passes a microsecond clock's difference divided by 1000 (the
 // multiply-shift a compiler makes of an unsigned division by 1000, with
-// this multiplier, right before the call): milliseconds. Microseconds
-// otherwise (the server's own use: utime_after_lock).
-uint64_t storage_wait_unit_ns(const elf::ElfFile &file, const elf::Symbol &callee) {
+// this multiplier, right before the call): milliseconds; microseconds
+// otherwise (the server's own use: utime_after_lock). The wait began at
+// the last call of thd_wait_begin(THD*, type) before it in the same code
+// (within kBegin bytes), where the waiting THD is in %rdi.
+struct StorageWaitCallers {
+    uint64_t unit_ns = 1000;
+    uint64_t begin_vaddr = 0;  // 0: not found
+};
+
+StorageWaitCallers storage_wait_callers(const elf::ElfFile &file, const elf::Symbol &callee,
+                                        const std::optional<elf::Symbol> &wait_begin) {
+    StorageWaitCallers out;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (const auto &s : file.symbols()) {
         if (s.is_function && s.size != 0) {
@@ -156,8 +169,9 @@ uint64_t storage_wait_unit_ns(const elf::ElfFile &file, const elf::Symbol &calle
         }
     }
     constexpr uint8_t kDiv1000[8] = {0xcf, 0xf7, 0x53, 0xe3, 0xa5, 0x9b, 0xc4, 0x20};
-    constexpr uint64_t kChunk = 4 << 20, kBack = 64;
-    size_t calls = 0, divided = 0;
+    constexpr uint64_t kChunk = 4 << 20, kBack = 64, kBegin = 4096;
+    std::vector<uint64_t> calls, begins;
+    size_t divided = 0;
     for (uint64_t at = lo; lo < hi && at < hi; at += kChunk) {
         const uint64_t from = at > lo + kBack ? at - kBack : lo;
         auto code = file.read(from, std::min(hi - from, kChunk + (at - from) + 5));
@@ -171,10 +185,14 @@ uint64_t storage_wait_unit_ns(const elf::ElfFile &file, const elf::Symbol &calle
             }
             int32_t rel = 0;
             std::memcpy(&rel, &b[i + 1], 4);
-            if (from + i + 5 + static_cast<int64_t>(rel) != callee.vaddr) {
+            const uint64_t target = from + i + 5 + static_cast<int64_t>(rel);
+            if (wait_begin && target == wait_begin->vaddr) {
+                begins.push_back(from + i);
+            }
+            if (target != callee.vaddr) {
                 continue;
             }
-            calls++;
+            calls.push_back(from + i);
             const size_t back = i >= kBack ? i - kBack : 0;
             if (std::search(b.begin() + back, b.begin() + i, kDiv1000, kDiv1000 + 8) !=
                 b.begin() + i) {
@@ -182,7 +200,17 @@ uint64_t storage_wait_unit_ns(const elf::ElfFile &file, const elf::Symbol &calle
             }
         }
     }
-    return calls != 0 && divided == calls ? 1'000'000 : 1000;
+    if (!calls.empty() && divided == calls.size()) {
+        out.unit_ns = 1'000'000;
+    }
+    if (calls.size() == 1) {
+        for (uint64_t b : begins) {
+            if (b < calls[0] && calls[0] - b < kBegin) {
+                out.begin_vaddr = b;  // the last one before it
+            }
+        }
+    }
+    return out;
 }
 
 void add_entry(const elf::ElfFile &file, LockLayout &l, const char *sym, LockRole role,
@@ -315,7 +343,15 @@ LockLayout learn_lock_layout(const elf::ElfFile &file) {
             std::vector<std::string> lacking;
             add_entry(file, l, kStorageLockWait, LockRole::row_waited, &lacking);
             l.row_waits = lacking.empty();
-            l.row_waited_unit_ns = storage_wait_unit_ns(file, *s);
+            const auto callers = storage_wait_callers(file, *s, file.find(kWaitBegin));
+            l.row_waited_unit_ns = callers.unit_ns;
+            // Where the wait began, and who woke the waiter: the thread
+            // whose release granted the lock.
+            if (auto off = file.vaddr_to_offset(callers.begin_vaddr);
+                l.row_waits && callers.begin_vaddr != 0 && off) {
+                l.sites.push_back({*off, LockRole::row_wait_begin, false, kWaitBegin});
+                l.row_wakers = true;
+            }
         }
         if (!l.row_waits) {
             missing +=
@@ -325,7 +361,7 @@ LockLayout learn_lock_layout(const elf::ElfFile &file) {
             std::vector<std::string> lacking;
             add_entry(file, l, kReportLockWait, LockRole::row_edge, &lacking);
             l.row_blockers = lacking.empty();
-            if (!l.row_blockers) {
+            if (!l.row_blockers && !l.row_wakers) {
                 missing +=
                     "row lock blockers: InnoDB does not report its wait-for edges "
                     "(no thd_report_lock_wait(THD*, THD*, bool)); ";

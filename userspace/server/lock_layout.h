@@ -27,6 +27,7 @@ enum class LockRole : uint32_t {
     row_edge = 10,
     mdl_wait_ret = 11,
     mdl_grant = 12,
+    row_wait_begin = 13,
 };
 
 struct LockSite {
@@ -51,6 +52,10 @@ struct LockLayout {
     bool mdl_blockers = false;  // ... with the contexts they wait for
     bool row_waits = false;     // InnoDB lock waits are seen
     bool row_blockers = false;  // ... with the transactions they wait for
+    // ... or with the thread that woke the waiter when the wait was granted
+    // (MariaDB: the begin of the wait is known, and sched_waking says who
+    // woke it).
+    bool row_wakers = false;
     // InnoDB's wait, when only its end is seen with its length
     // (LockRole::row_waited): the length's unit, in ns.
     uint64_t row_waited_unit_ns = 1000;

@@ -98,6 +98,7 @@ bool decode_lock_wait(std::span<const uint8_t> rec, LockWait *out) {
     out->blockers_lost = ev.blockers_lost;
     out->searched = (ev.flags & MT_LOCK_SEARCHED) != 0;
     out->granter_tid = ev.granter_tid;
+    out->waker_seen = (ev.flags & MT_LOCK_WAKER_SEEN) != 0;
     out->key.assign(ev.key, ev.key + ev.key_len);
     return true;
 }
@@ -191,11 +192,25 @@ Blocker LockTracker::blocker(uint64_t id, uint64_t at_ns) const {
     return b;
 }
 
-LockWaitReport LockTracker::report(const LockWait &w, const std::string &waiter_sql) {
+LockWaitReport LockTracker::report(const LockWait &w, const std::string &waiter_sql,
+                                   uint32_t error) {
     LockWaitReport r;
     r.wait = w;
     r.waiter_sql = waiter_sql;
     r.outcome = outcome_of(w.status);
+    if (r.outcome.empty() || r.outcome == "GRANTED") {
+        if (error == kLockWaitTimeout) {
+            r.outcome = "TIMEOUT";
+        } else if (error == kLockDeadlock) {
+            r.outcome = "DEADLOCK";
+        } else if (r.outcome.empty() && !waiter_sql.empty() && error == 0) {
+            r.outcome = "GRANTED";
+        }
+    }
+    // The connection whose release granted the lock held it last.
+    auto granter = conn_of_tid_.find(w.granter_tid);
+    const bool granted_by =
+        w.granter_tid != 0 && w.granter_tid != w.tid && granter != conn_of_tid_.end();
     std::vector<uint64_t> ids = w.blockers;
     if (w.kind == LockKind::metadata) {
         int ns = -1;
@@ -207,11 +222,8 @@ LockWaitReport LockTracker::report(const LockWait &w, const std::string &waiter_
             r.stage = stage_name_(w.stage);
         }
         r.blockers_known = w.searched && w.blockers_lost == 0;
-        // The connection whose release granted the lock held it last.
-        if (auto g = conn_of_tid_.find(w.granter_tid);
-            w.granter_tid != 0 && w.granter_tid != w.tid && g != conn_of_tid_.end() &&
-            std::find(ids.begin(), ids.end(), g->second) == ids.end()) {
-            ids.push_back(g->second);
+        if (granted_by && std::find(ids.begin(), ids.end(), granter->second) == ids.end()) {
+            ids.push_back(granter->second);
         }
     } else {
         // The edges InnoDB reported for this waiter up to the wait's end.
@@ -228,6 +240,14 @@ LockWaitReport LockTracker::report(const LockWait &w, const std::string &waiter_
             v.erase(v.begin(), cut);
         }
         r.blockers_known = row_blockers_;
+        // Woken by another connection's thread, and granted: that thread's
+        // release (a commit, a rollback) let the waiter in. Woken any other
+        // way (a timeout, a deadlock victim, a kill), no blocker is known.
+        if (w.waker_seen && r.outcome == "GRANTED" && granted_by &&
+            std::find(ids.begin(), ids.end(), granter->second) == ids.end()) {
+            ids.push_back(granter->second);
+            r.blockers_known = true;
+        }
     }
     for (uint64_t id : ids) {
         if (id != w.thread_id) {
@@ -271,18 +291,8 @@ void LockTracker::on_statement(const Statement &st) {
         if (mine[i].thread_id == 0) {
             mine[i].thread_id = st.thread_id;
         }
-        auto r = report(mine[i], st.text);
-        if (r.outcome.empty() || r.outcome == "GRANTED") {
-            const bool last = i + 1 == mine.size();
-            if (last && st.error == kLockWaitTimeout) {
-                r.outcome = "TIMEOUT";
-            } else if (last && st.error == kLockDeadlock) {
-                r.outcome = "DEADLOCK";
-            } else if (r.outcome.empty() && st.error == 0) {
-                r.outcome = "GRANTED";
-            }
-        }
-        ready_.push_back(std::move(r));
+        const bool last = i + 1 == mine.size();
+        ready_.push_back(report(mine[i], st.text, last ? st.error : 0));
     }
     if (st.error == kLockWaitTimeout || st.error == kLockDeadlock) {
         incidents_.push_back({st.error == kLockDeadlock ? "deadlock" : "lock_wait_timeout",
@@ -310,7 +320,7 @@ std::vector<LockWaitReport> LockTracker::take_waits(bool all) {
         std::sort(pending_.begin(), pending_.end(),
                   [](const LockWait &a, const LockWait &b) { return a.end_ns < b.end_ns; });
         for (const auto &w : pending_) {
-            ready_.push_back(report(w, ""));
+            ready_.push_back(report(w, "", 0));
         }
         pending_.clear();
     }

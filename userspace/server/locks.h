@@ -32,7 +32,8 @@ struct LockWait {
     std::vector<uint64_t> blockers;
     uint32_t blockers_lost = 0;
     bool searched = false;     // the MDL blocker search ran
-    uint32_t granter_tid = 0;  // MDL: the OS thread whose release granted it
+    uint32_t granter_tid = 0;  // the OS thread whose release granted it (0: none seen)
+    bool waker_seen = false;   // InnoDB: granter_tid is who woke the waiter
     std::vector<uint8_t> key;  // raw MDL_key
 };
 
@@ -119,7 +120,8 @@ class LockTracker {
     void set_row_blockers(bool known) { row_blockers_ = known; }
 
   private:
-    LockWaitReport report(const LockWait &w, const std::string &waiter_sql);
+    // `error`: the waiting statement's error if this wait was its last.
+    LockWaitReport report(const LockWait &w, const std::string &waiter_sql, uint32_t error);
     Blocker blocker(uint64_t id, uint64_t at_ns) const;
     bool mysql8_;
     std::function<std::string(uint64_t)> stage_name_;

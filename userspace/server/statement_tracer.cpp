@@ -410,6 +410,13 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
                 t->links_.push_back(std::move(lk).value());
             }
         }
+        if (t->lock_layout_.row_wakers) {
+            bpf_link *wl = bpf_program__attach(progs->server_lock_waking);
+            if (wl == nullptr) {
+                return make_error(errno, "cannot attach to the sched_waking tracepoint");
+            }
+            t->links_.emplace_back(wl);
+        }
     }
     if (opts.stages != StageMode::off) {
         // Off-CPU time by stage, and a per-thread CPU clock exact to the ns.

@@ -266,6 +266,9 @@ enum mt_lock_flags {
     // The blocker search ran for this wait (MDL's deadlock detector visited
     // the waiter's lock): blockers[] lists what it found, maybe nothing.
     MT_LOCK_SEARCHED = 1,
+    // InnoDB: the wait's begin was seen, and who woke the waiter watched:
+    // granter_tid is the first thread of the server that woke it (0: none).
+    MT_LOCK_WAKER_SEEN = 2,
 };
 
 #define MT_MAX_LOCK_BLOCKERS 8
@@ -286,8 +289,9 @@ struct mt_server_lock_wait_event {
     __u16 blockers_lost;
     __u16 flags;    // enum mt_lock_flags
     __u16 key_len;  // bytes of the MDL_key in key[] (0: none)
-    // MDL: the OS thread that granted the lock (its release made the
-    // request compatible: the last blocker), 0: none seen.
+    // The OS thread that granted the lock (MDL: its release made the
+    // request compatible, the last blocker; InnoDB: MT_LOCK_WAKER_SEEN), 0:
+    // none seen.
     __u32 granter_tid;
     __u8 key[MT_MAX_MDL_KEY];
 };

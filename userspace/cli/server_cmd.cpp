@@ -320,6 +320,13 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         if (!k.missing.empty()) {
             std::cerr << "mysqltrace: --locks on this build: " << k.missing << "\n";
         }
+        if (g.verbose > 0) {
+            std::cerr << "mysqltrace: --locks: " << k.sites.size()
+                      << " probes; MDL_context::m_owner +" << k.ctx_owner << ", THD at owner -"
+                      << k.owner_to_thd << ", MDL_ticket m_type +" << k.ticket_type << " m_ctx +"
+                      << k.ticket_ctx << " m_lock +" << k.ticket_lock << ", MDL_lock key +"
+                      << k.lock_key << "\n";
+        }
     }
     const char *what = opts.stages == server::StageMode::exact     ? "statements and exact stages"
                        : opts.stages == server::StageMode::traps   ? "statements (stage traps only)"

@@ -34,7 +34,8 @@ enum lock_role {  // attach cookies (server/lock_layout.h, LockRole)
     LOCK_ROW_EDGE = 10,     // (THD *waiter, THD *blocker)
     LOCK_MDL_WAIT_RET = 11,  // MDL_wait::timed_wait: return
     LOCK_MDL_GRANT = 12,     // MDL_wait::set_status(this, status), by the thread granting
-    LOCK_ROW_WAIT_BEGIN = 13  // the wait's thd_wait_begin(THD *, type) call (MariaDB)
+    LOCK_ROW_WAIT_BEGIN = 13,  // the wait's thd_wait_begin(THD *, type) call (MariaDB)
+    LOCK_MDL_REQUEST = 14      // acquire_lock's call of timed_wait: the request in a register
 };
 
 // Inputs: MDL_context::m_owner; MDL_ticket::m_ctx; what to subtract from an MDL_context_owner
@@ -46,6 +47,10 @@ const volatile __s64 owner_to_thd = 0;
 const volatile __s64 off_ticket_type = -1;
 const volatile __s64 off_ticket_lock = -1;
 const volatile __s64 off_lock_key = -1;
+// LOCK_MDL_REQUEST: the request's duration field (-1: unknown); where in
+// pt_regs the register holding the request is comes in the cookie's upper
+// bits (it differs between call sites).
+const volatile __s64 off_request_duration = -1;
 // LOCK_ROW_WAITED's length: its unit in ns.
 const volatile __u64 row_waited_unit_ns = 1000;
 
@@ -55,6 +60,8 @@ struct lock_state {
     __u64 mdl_owner;
     __u64 mdl_stage;
     __u64 mdl_wait;  // the MDL_wait waited on
+    __s32 mdl_duration;
+    __u32 _pad1;
     __u64 ticket;     // the waiting ticket (0: unknown)
     __u64 candidate;  // the granted ticket being compared with it
     __u64 row_start;
@@ -170,6 +177,8 @@ static __always_inline struct mt_server_lock_wait_event *lock_reserve(void **rin
     ev->flags = 0;
     ev->key_len = 0;
     ev->granter_tid = 0;
+    ev->lock_duration = -1;
+    ev->_pad0 = 0;
     for (int i = 0; i < MT_MAX_LOCK_BLOCKERS; i++)
         ev->blockers[i] = 0;
     return ev;
@@ -193,6 +202,7 @@ static __always_inline void lock_mdl_end(struct pt_regs *ctx, struct lock_state 
         ev->stage = ls->mdl_stage;
         ev->kind = MT_LOCK_METADATA;
         ev->status = status;
+        ev->lock_duration = ls->mdl_duration;
         ev->flags = ls->flags;
         ev->n_blockers = ls->n_blockers;
         ev->blockers_lost = ls->blockers_lost;
@@ -221,7 +231,8 @@ static __always_inline void lock_mdl_end(struct pt_regs *ctx, struct lock_state 
 
 SEC("uprobe")
 int server_lock(struct pt_regs *ctx) {
-    __u64 role = bpf_get_attach_cookie(ctx);
+    __u64 cookie = bpf_get_attach_cookie(ctx);
+    __u64 role = cookie & 0xffff;
     struct mt_server_lock_wait_event *ev;
     struct mt_server_lock_edge_event *edge;
     struct lock_state *ls;
@@ -245,6 +256,17 @@ int server_lock(struct pt_regs *ctx) {
             ls->blockers_lost = 0;
         }
         ls->flags |= MT_LOCK_SEARCHED;
+        if (!ls->mdl_start)
+            ls->mdl_duration = -1;
+        return 0;
+    case LOCK_MDL_REQUEST:
+        if (ls && !ls->mdl_start && (cookie >> 16) < sizeof(struct pt_regs) &&
+            off_request_duration >= 0) {
+            __u64 req = 0;
+
+            bpf_probe_read_kernel(&req, sizeof(req), (void *)ctx + (cookie >> 16));
+            ls->mdl_duration = req ? (__s32)read_u32((void *)req, off_request_duration) : -1;
+        }
         return 0;
     case LOCK_MDL_VISIT:
         if (ls && ls->searching && ls->visits++ == 0 && !ls->ticket)

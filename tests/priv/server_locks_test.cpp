@@ -155,15 +155,17 @@ TEST_P(ServerLocks, ScriptedIncident) {
         "SELECT 1 FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for table "
         "metadata lock' AND ID = " +
         std::to_string(id[D]));
-    std::string pfs_lock_type;
+    std::string pfs_lock_type, pfs_lock_duration;
     if (mysql()) {
         auto pending = query(
-            "SELECT t.PROCESSLIST_ID, m.LOCK_TYPE FROM performance_schema.metadata_locks m JOIN "
+            "SELECT t.PROCESSLIST_ID, m.LOCK_TYPE, m.LOCK_DURATION FROM "
+            "performance_schema.metadata_locks m JOIN "
             "performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID WHERE "
             "m.OBJECT_SCHEMA = 'mt_db' AND m.OBJECT_NAME = 't2' AND m.LOCK_STATUS = 'PENDING'");
         ASSERT_EQ(pending.size(), 1u);
         EXPECT_EQ(pending[0][0], std::to_string(id[D]));
         pfs_lock_type = pending[0][1];
+        pfs_lock_duration = pending[0][2];
         auto granted = query(
             "SELECT DISTINCT t.PROCESSLIST_ID FROM performance_schema.metadata_locks m JOIN "
             "performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID WHERE "
@@ -256,8 +258,10 @@ TEST_P(ServerLocks, ScriptedIncident) {
     EXPECT_EQ(dw[0]["OBJECT_SCHEMA"], "mt_db");
     EXPECT_EQ(dw[0]["OBJECT_NAME"], "t2");
     EXPECT_EQ(dw[0]["LOCK_TYPE"], "EXCLUSIVE");
+    EXPECT_EQ(dw[0]["LOCK_DURATION"], "TRANSACTION");
     if (mysql()) {
         EXPECT_EQ(dw[0]["LOCK_TYPE"], pfs_lock_type);
+        EXPECT_EQ(dw[0]["LOCK_DURATION"], pfs_lock_duration);
     }
     EXPECT_EQ(dw[0]["LOCK_STATUS"], "GRANTED");
     EXPECT_EQ(dw[0]["WAIT_STAGE"], "Waiting for table metadata lock");

@@ -24,8 +24,8 @@ asm(R"(
 )" FN("_ZNK10MDL_ticket7get_keyEv") R"(
     mov    0x40(%rdi),%rax
     ret
-)" END("_ZNK10MDL_ticket7get_keyEv") FN(
-    "_ZNK10MDL_ticket26has_stronger_or_equal_typeE13enum_mdl_type") R"(
+)" END("_ZNK10MDL_ticket7get_keyEv")
+        FN("_ZNK10MDL_ticket26has_stronger_or_equal_typeE13enum_mdl_type") R"(
     push   %rbp
     mov    %rsp,%rbp
     push   %r12
@@ -43,7 +43,7 @@ asm(R"(
     pop    %rbp
     ret
 )" END("_ZNK10MDL_ticket26has_stronger_or_equal_typeE13enum_mdl_type")
-        FN("_ZN10MDL_ticket6createEP11MDL_context13enum_mdl_type") R"(
+            FN("_ZN10MDL_ticket6createEP11MDL_context13enum_mdl_type") R"(
     push   %rbp
     mov    %rsp,%rbp
     push   %r12
@@ -64,7 +64,7 @@ asm(R"(
     pop    %rbp
     ret
 )" END("_ZN10MDL_ticket6createEP11MDL_context13enum_mdl_type") FN(
-            "_ZN11MDL_context12acquire_lockEP11MDL_requestd") R"(
+                "_ZN11MDL_context12acquire_lockEP11MDL_requestd") R"(
     push   %rbp
     mov    %rsp,%rbp
     mov    %rdi,%rbx
@@ -80,7 +80,7 @@ asm(R"(
     pop    %rbp
     ret
 )" END("_ZN11MDL_context12acquire_lockEP11MDL_requestd")
-            FN("_ZN8MDL_lock14visit_subgraphEP10MDL_ticketP26MDL_wait_for_graph_visitor") R"(
+                FN("_ZN8MDL_lock14visit_subgraphEP10MDL_ticketP26MDL_wait_for_graph_visitor") R"(
     push   %rbp
     mov    %rsp,%rbp
     mov    0x30(%r13),%esi
@@ -90,11 +90,31 @@ asm(R"(
     pop    %rbp
     ret
 )" END("_ZN8MDL_lock14visit_subgraphEP10MDL_ticketP26MDL_wait_for_graph_visitor") FN(
-                "_ZThn232_N3THD18notify_shared_lockEP17MDL_context_ownerb") R"(
+                    "_ZN11MDL_request16init_with_sourceEN7MDL_key18enum_mdl_namespaceEPKcS3_13enum_"
+                    "mdl_type17enum_mdl_durationS3_j") R"(
+    push   %rbp
+    mov    %rsp,%rbp
+    push   %r13
+    mov    %r8d,%r13d
+    push   %r12
+    mov    %r9d,%r12d
+    push   %rbx
+    mov    %rdi,%rbx
+    call   lock_layout_mariadb_new
+    mov    %r13d,(%rbx)
+    mov    %r12d,0x4(%rbx)
+    pop    %rbx
+    pop    %r12
+    pop    %r13
+    pop    %rbp
+    ret
+)" END("_ZN11MDL_request16init_with_sourceEN7MDL_key18enum_mdl_namespaceEPKcS3_13enum_mdl_"
+       "type17enum_mdl_durationS3_j")
+                    FN("_ZThn232_N3THD18notify_shared_lockEP17MDL_context_ownerb") R"(
     sub    $0xe8,%rdi
     jmp    _ZN3THD18notify_shared_lockEP17MDL_context_ownerb
-)" END("_ZThn232_N3THD18notify_shared_lockEP17MDL_context_ownerb")
-                FN("lock_layout_mariadb_innodb_lock_wait") R"(
+)" END("_ZThn232_N3THD18notify_shared_lockEP17MDL_context_ownerb") FN(
+                        "lock_layout_mariadb_innodb_lock_wait") R"(
     push   %rbp
     mov    %rsp,%rbp
     mov    0x8d0(%rbx),%rdi
@@ -114,10 +134,10 @@ asm(R"(
     call   thd_storage_lock_wait
     pop    %rbp
     ret
-)" END("lock_layout_mariadb_innodb_lock_wait") STUB(
-                    "_ZN8MDL_wait10timed_waitEP17MDL_context_ownerP8timespecbPK17PSI_stage_info_v1")
-                    STUB("_ZN8MDL_wait10set_statusENS_16enum_wait_statusE")
-                        STUB("_ZN3THD18notify_shared_lockEP17MDL_context_ownerb")
+)" END("lock_layout_mariadb_innodb_lock_wait") STUB("_ZN8MDL_wait10timed_waitEP17MDL_context_"
+                                                    "ownerP8timespecbPK17PSI_stage_info_v1")
+                        STUB("_ZN8MDL_wait10set_statusENS_16enum_wait_statusE") STUB(
+                            "_ZN3THD18notify_shared_lockEP17MDL_context_ownerb")
                             STUB("_ZN11MDL_context13find_deadlockEv") STUB(
                                 "_ZNK10MDL_ticket28is_incompatible_when_grantedE13enum_mdl_type")
                                 STUB("thd_wait_begin") STUB("thd_storage_lock_wait")
@@ -141,6 +161,7 @@ TEST(LockLayoutMariadb, OffsetsOwnerBaseAndInnodbWait) {
     EXPECT_EQ(l.lock_key, 0);
     EXPECT_EQ(l.ticket_type, 0x30);
     EXPECT_EQ(l.ticket_ctx, 0x38);
+    EXPECT_EQ(l.request_duration, 4);
     EXPECT_TRUE(l.mdl_waits);
     EXPECT_TRUE(l.mdl_blockers);
     EXPECT_TRUE(l.row_waits);
@@ -167,6 +188,8 @@ TEST(LockLayoutMariadb, OffsetsOwnerBaseAndInnodbWait) {
               offset_of("lock_layout_mariadb_innodb_lock_wait") + 1 + 3 + 7 + 4 + 2 + 3 + 3);
     EXPECT_EQ(site(LockRole::row_begin), nullptr);
     EXPECT_EQ(site(LockRole::row_edge), nullptr);
+    ASSERT_NE(site(LockRole::mdl_request), nullptr);
+    EXPECT_EQ(site(LockRole::mdl_request)->reg, 13);  // %r13
     ASSERT_NE(site(LockRole::mdl_edge), nullptr);
     EXPECT_EQ(site(LockRole::mdl_edge)->offset,
               offset_of("_ZN8MDL_lock14visit_subgraphEP10MDL_ticketP26MDL_wait_for_graph_visitor") +

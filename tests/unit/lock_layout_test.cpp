@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "elf/elf_file.h"
 #include "server/lock_layout.h"
@@ -73,6 +74,8 @@ asm(R"(
     xor    %ecx,%ecx
     call   _ZN8MDL_wait10timed_waitEP17MDL_context_ownerP8timespecbPK17PSI_stage_info_v1
     test   %eax,%eax
+    mov    %r15,%r13
+    movsbq 0x26(%r13),%rax
     mov    0xc0(%rbx),%rsi
     mov    $0x1,%ecx
     lea    -0xc0(%rbp),%rdx
@@ -141,7 +144,28 @@ asm(R"(
     endbr64
     test   %rdi,%rdi
     ret
-)" END("_Z20thd_report_lock_waitP3THDS0_b") FN("lock_layout_test_new") R"(
+)" END("_Z20thd_report_lock_waitP3THDS0_b")
+                                    FN("_ZN11MDL_request16init_with_sourceEN7MDL_key18enum_mdl_"
+                                       "namespaceEPKcS3_13enum_mdl_type17enum_mdl_durationS3_j") R"(
+    endbr64
+    push   %rbp
+    mov    %rsp,%rbp
+    push   %r13
+    mov    %r8d,%r13d
+    push   %r12
+    mov    %r9d,%r12d
+    push   %rbx
+    mov    %rdi,%rbx
+    call   lock_layout_test_new
+    mov    %r13d,(%rbx)
+    mov    %r12d,0x4(%rbx)
+    pop    %rbx
+    pop    %r12
+    pop    %r13
+    pop    %rbp
+    ret
+)" END("_ZN11MDL_request16init_with_sourceEN7MDL_key18enum_mdl_namespaceEPKcS3_13enum_mdl_"
+       "type17enum_mdl_durationS3_j") FN("lock_layout_test_new") R"(
     xor    %eax,%eax
     ret
 )" END("lock_layout_test_new"));
@@ -164,6 +188,7 @@ TEST(LockLayout, Mysql97OffsetsAndWaitPathSites) {
     EXPECT_EQ(l.lock_key, 0);
     EXPECT_EQ(l.ticket_type, 0x28);
     EXPECT_EQ(l.ticket_ctx, 0x30);
+    EXPECT_EQ(l.request_duration, 4);
     EXPECT_TRUE(l.mdl_waits);
     EXPECT_TRUE(l.mdl_blockers);
     EXPECT_TRUE(l.row_waits);
@@ -194,6 +219,15 @@ TEST(LockLayout, Mysql97OffsetsAndWaitPathSites) {
     EXPECT_EQ(site(LockRole::mdl_edge)->offset, visit + 4 + 1 + 4 + 3);
     ASSERT_NE(site(LockRole::mdl_edge_ret), nullptr);
     EXPECT_EQ(site(LockRole::mdl_edge_ret)->offset, site(LockRole::mdl_edge)->offset + 5);
+    // The request is in %r15 at the first call of timed_wait, in %r13 at
+    // the second (x86 registers 15 and 13).
+    std::vector<int> regs;
+    for (const auto &s : l.sites) {
+        if (s.role == LockRole::mdl_request) {
+            regs.push_back(s.reg);
+        }
+    }
+    EXPECT_EQ(regs, (std::vector<int>{15, 13}));
     EXPECT_NE(site(LockRole::mdl_find), nullptr);
     EXPECT_NE(site(LockRole::mdl_visit), nullptr);
     EXPECT_NE(site(LockRole::mdl_grant), nullptr);

@@ -88,6 +88,7 @@ std::vector<uint8_t> wait_record(uint32_t tid, uint64_t start, uint64_t end, uin
     ev.kind = kind;
     ev.status = status;
     ev.lock_type = 10;
+    ev.lock_duration = kind == MT_LOCK_METADATA ? 1 : -1;
     ev.flags = kind == MT_LOCK_METADATA ? MT_LOCK_SEARCHED : 0;
     ev.n_blockers = static_cast<uint16_t>(blockers.size());
     for (size_t i = 0; i < blockers.size(); i++) {
@@ -163,6 +164,7 @@ TEST(LockTracker, JoinsWaitsWithStatementsAndBuildsTheTree) {
     EXPECT_EQ(w[0].schema, "mt_db");
     EXPECT_EQ(w[0].name, "t2");
     EXPECT_EQ(w[0].lock_type, "EXCLUSIVE");
+    EXPECT_EQ(w[0].lock_duration, "TRANSACTION");
     EXPECT_EQ(w[0].outcome, "GRANTED");
     ASSERT_EQ(w[0].blockers.size(), 1u);
     EXPECT_EQ(w[0].blockers[0].thread_id, 3u);

@@ -30,6 +30,9 @@ std::string what_waited(const server::LockWaitReport &r) {
     if (!r.lock_type.empty()) {
         s += " " + r.lock_type;
     }
+    if (!r.lock_duration.empty()) {
+        s += " (" + r.lock_duration + ")";
+    }
     if (!r.object_type.empty()) {
         s += " on " + r.object_type + " " + r.schema + (r.name.empty() ? "" : "." + r.name);
     } else if (!r.stage.empty()) {
@@ -88,8 +91,7 @@ std::string lock_wait_json(const server::LockWaitReport &r) {
     j.string_or_null("OBJECT_SCHEMA", r.schema);
     j.string_or_null("OBJECT_NAME", r.name);
     j.string_or_null("LOCK_TYPE", r.lock_type);
-    // The request's duration is not kept in the server's ticket.
-    j.null_field("LOCK_DURATION");
+    j.string_or_null("LOCK_DURATION", r.lock_duration);
     j.string_or_null("LOCK_STATUS", r.outcome);
     j.string_or_null("WAIT_STAGE", r.stage);
     j.string_or_null("SQL_TEXT", r.waiter_sql);

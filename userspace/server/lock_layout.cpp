@@ -39,8 +39,11 @@ constexpr const char *kWaitBegin = "thd_wait_begin";
 
 // MDL_context::m_owner: acquire_lock passes it to m_wait.timed_wait(owner,
 // ...) as `mov disp(%ctx), %rsi` with %rdi = %ctx (or lea off(%ctx)). Every
-// call must agree.
-int64_t owner_offset(const elf::ElfFile &file) {
+// call must agree. The wait's stage argument is indexed by the request's
+// namespace, a byte loaded from the request (`movsbq disp(%req)`): that
+// register holds the MDL_request at the call (*calls: each call's address
+// and that register, -1 when not seen).
+int64_t owner_offset(const elf::ElfFile &file, std::vector<std::pair<uint64_t, int>> *calls) {
     auto caller = find_by_prefix(file, kAcquireLock);
     auto callee = file.find(kTimedWait);
     if (!caller || !callee || caller->size == 0) {
@@ -52,7 +55,7 @@ int64_t owner_offset(const elf::ElfFile &file) {
     }
     elf::Disassembler d(file.budget(), /*detail=*/true);
     std::span<const uint8_t> bytes(*code);
-    int rsi_base = -1, rdi_base = -1;
+    int rsi_base = -1, rdi_base = -1, byte_base = -1;
     int64_t rsi_disp = 0, found = -1;
     bool conflict = false;
     for (size_t at = 0; at < bytes.size();) {
@@ -62,6 +65,10 @@ int64_t owner_offset(const elf::ElfFile &file) {
             continue;
         }
         const cs_x86 &x = insn->detail->x86;
+        if (insn->id == X86_INS_MOVSX && x.op_count == 2 && x.operands[1].type == X86_OP_MEM &&
+            x.operands[1].size == 1 && x.operands[1].mem.index == X86_REG_INVALID) {
+            byte_base = reg_slot(x.operands[1].mem.base);
+        }
         if ((insn->id == X86_INS_MOV || insn->id == X86_INS_LEA) && x.op_count == 2 &&
             x.operands[0].type == X86_OP_REG) {
             const x86_reg dst = x.operands[0].reg;
@@ -92,12 +99,26 @@ int64_t owner_offset(const elf::ElfFile &file) {
                     conflict = true;
                 }
                 found = rsi_disp;
+                calls->push_back({caller->vaddr + at, byte_base});
             }
-            rsi_base = rdi_base = -1;  // clobbered by any call
+            rsi_base = rdi_base = byte_base = -1;  // clobbered by any call
         }
         at += insn->size;
     }
     return conflict ? -1 : found;
+}
+
+// MDL_request::init_with_source(ns, db, name, type, duration, ...) stores
+// its duration (argument 5) in the request.
+int64_t duration_offset(const elf::ElfFile &file) {
+    auto fn = thd_code::first_with_prefix(file, "_ZN11MDL_request16init_with_sourceE");
+    if (fn.empty()) {
+        return -1;
+    }
+    return thd_code::first_store(file, fn, [](const SymValue &v) {
+        int64_t off = -1;
+        return v.is_arg(5, &off) && off == 0;
+    });
 }
 
 // MDL_ticket::get_key() returns &m_lock->key: *(this + m_lock) + key.
@@ -257,7 +278,10 @@ LockLayout learn_lock_layout(const elf::ElfFile &file) {
                 l.sites.push_back({*off, LockRole::mdl_wait_ret, true, kTimedWait});
             }
         }
-        l.ctx_owner = owner_offset(file);
+        std::vector<std::pair<uint64_t, int>> wait_calls;
+        l.ctx_owner = owner_offset(file, &wait_calls);
+        l.request_duration = duration_offset(file);
+
         // THD derives from MDL_context_owner: first (no thunk for its
         // override, owner == THD), or not (the thunk says by how much).
         for (const auto &s : file.symbols()) {
@@ -285,6 +309,13 @@ LockLayout learn_lock_layout(const elf::ElfFile &file) {
             // Who grants a waiting request: its last blocker.
             std::vector<std::string> grant;
             add_entry(file, l, kSetStatus, LockRole::mdl_grant, &grant);
+            // The request's duration, read where acquire_lock is about to wait.
+            for (auto [c, reg] : wait_calls) {
+                auto off = file.vaddr_to_offset(c);
+                if (l.request_duration >= 0 && reg >= 0 && off) {
+                    l.sites.push_back({*off, LockRole::mdl_request, false, kAcquireLock, reg});
+                }
+            }
             const size_t waits_end = l.sites.size();
             std::vector<std::string> search;
             add_entry(file, l, kFindDeadlock, LockRole::mdl_find, &search);

@@ -28,6 +28,7 @@ enum class LockRole : uint32_t {
     mdl_wait_ret = 11,
     mdl_grant = 12,
     row_wait_begin = 13,
+    mdl_request = 14,
 };
 
 struct LockSite {
@@ -35,6 +36,7 @@ struct LockSite {
     LockRole role = LockRole::mdl_wait;
     bool retprobe = false;
     std::string what;  // the function, for messages
+    int reg = -1;      // mdl_request: the register holding the request there
 };
 
 struct LockLayout {
@@ -47,6 +49,10 @@ struct LockLayout {
     int64_t ticket_ctx = -1;   // MDL_ticket::m_ctx (MDL_context *)
     int64_t ticket_lock = -1;  // MDL_ticket::m_lock (MDL_lock *)
     int64_t lock_key = -1;     // MDL_lock::key (MDL_key)
+    // The waiting MDL_request's duration field (enum_mdl_duration, 4
+    // bytes); the request is in a register (LockSite::reg) at acquire_lock's
+    // calls of MDL_wait::timed_wait.
+    int64_t request_duration = -1;
     std::vector<LockSite> sites;
     bool mdl_waits = false;     // MDL waits are seen
     bool mdl_blockers = false;  // ... with the contexts they wait for

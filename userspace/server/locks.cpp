@@ -93,6 +93,7 @@ bool decode_lock_wait(std::span<const uint8_t> rec, LockWait *out) {
     out->kind = static_cast<LockKind>(ev.kind);
     out->status = ev.status;
     out->lock_type = ev.lock_type;
+    out->lock_duration = ev.lock_duration;
     out->stage = ev.stage;
     out->blockers.assign(ev.blockers, ev.blockers + ev.n_blockers);
     out->blockers_lost = ev.blockers_lost;
@@ -218,6 +219,9 @@ LockWaitReport LockTracker::report(const LockWait &w, const std::string &waiter_
             r.object_type = mdl_object_type(ns, mysql8_);
         }
         r.lock_type = mdl_lock_type(w.lock_type, mysql8_);
+        // enum_mdl_duration: the same in both servers.
+        static constexpr std::array kDurations = {"STATEMENT", "TRANSACTION", "EXPLICIT"};
+        r.lock_duration = pick(kDurations, w.lock_duration);
         if (w.stage != 0 && stage_name_) {
             r.stage = stage_name_(w.stage);
         }

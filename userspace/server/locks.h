@@ -26,9 +26,10 @@ struct LockWait {
     uint64_t start_ns = 0, end_ns = 0;
     uint64_t thread_id = 0;  // the waiting connection
     LockKind kind = LockKind::metadata;
-    uint32_t status = 0;     // enum mt_lock_status
-    int32_t lock_type = -1;  // the build's enum_mdl_type value
-    uint64_t stage = 0;      // MDL: the wait's stage name (server address)
+    uint32_t status = 0;         // enum mt_lock_status
+    int32_t lock_type = -1;      // the build's enum_mdl_type value
+    int32_t lock_duration = -1;  // enum_mdl_duration
+    uint64_t stage = 0;          // MDL: the wait's stage name (server address)
     std::vector<uint64_t> blockers;
     uint32_t blockers_lost = 0;
     bool searched = false;     // the MDL blocker search ran
@@ -68,9 +69,9 @@ struct Blocker {
 // One wait, ready to print.
 struct LockWaitReport {
     LockWait wait;
-    std::string object_type, schema, name, lock_type;  // MDL ("" unknown)
-    std::string stage;                                 // MDL: the wait's stage name
-    std::string waiter_sql;                            // the statement that waited
+    std::string object_type, schema, name, lock_type, lock_duration;  // MDL ("" unknown)
+    std::string stage;                                                // MDL: the wait's stage name
+    std::string waiter_sql;                                           // the statement that waited
     // How it ended: GRANTED, TIMEOUT, DEADLOCK, KILLED, or "" (not known).
     std::string outcome;
     // The blockers were searched (MDL) or reported (InnoDB edges): an empty

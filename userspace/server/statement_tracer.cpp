@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "server/statement_tracer.h"
 
+#include <asm/ptrace.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -117,6 +118,19 @@ bool set_filter_name(char (&dst)[N], __u32 *len, const std::string &name) {
     return true;
 }
 
+// Where register `slot` (x86 encoding number: rax, rcx, rdx, rbx, rsp, rbp,
+// rsi, rdi, r8-r15) is in the struct pt_regs a uprobe program gets; -1.
+int32_t pt_regs_offset(int slot) {
+    static const int32_t offs[16] = {
+        offsetof(pt_regs, rax), offsetof(pt_regs, rcx), offsetof(pt_regs, rdx),
+        offsetof(pt_regs, rbx), offsetof(pt_regs, rsp), offsetof(pt_regs, rbp),
+        offsetof(pt_regs, rsi), offsetof(pt_regs, rdi), offsetof(pt_regs, r8),
+        offsetof(pt_regs, r9),  offsetof(pt_regs, r10), offsetof(pt_regs, r11),
+        offsetof(pt_regs, r12), offsetof(pt_regs, r13), offsetof(pt_regs, r14),
+        offsetof(pt_regs, r15)};
+    return slot >= 0 && slot < 16 ? offs[slot] : -1;
+}
+
 }  // namespace
 
 void StatementTracer::refresh_clock() {
@@ -183,6 +197,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         ro->off_lock_key = k.lock_key;
         ro->off_ticket_ctx = k.ticket_ctx;
         ro->row_waited_unit_ns = k.row_waited_unit_ns;
+        ro->off_request_duration = k.request_duration;
     }
     ro->text_lo = target.text_lo;
     ro->text_hi = target.text_hi;
@@ -402,8 +417,12 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
                 if (s.retprobe != ret) {
                     continue;
                 }
+                // A site that reads a register gets its place in pt_regs
+                // in the cookie's upper bits.
+                const int32_t reg = s.reg >= 0 ? pt_regs_offset(s.reg) : 0;
                 auto lk = uprobe(progs->server_lock, s.offset, s.retprobe,
-                                 static_cast<uint64_t>(s.role), s.what);
+                                 static_cast<uint64_t>(s.role) | (static_cast<uint64_t>(reg) << 16),
+                                 s.what);
                 if (!lk) {
                     return lk.error();
                 }

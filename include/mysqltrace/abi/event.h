@@ -293,6 +293,8 @@ struct mt_server_lock_wait_event {
     // request compatible, the last blocker; InnoDB: MT_LOCK_WAKER_SEEN), 0:
     // none seen.
     __u32 granter_tid;
+    __s32 lock_duration;  // MDL: enum_mdl_duration requested (-1: unknown)
+    __u32 _pad0;
     __u8 key[MT_MAX_MDL_KEY];
 };
 

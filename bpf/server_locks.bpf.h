@@ -9,14 +9,19 @@
 //   is for the waiting ticket's lock), its calls of MDL_ticket::
 //   is_incompatible_when_granted and the instruction after them (the
 //   granted tickets that conflict with the waiting one: their owners are
-//   the blockers; the visitor's own methods are inlined there) and
-//   MDL_wait::timed_wait (entry and return: the wait, and how it ended);
+//   the blockers; the visitor's own methods are inlined there),
+//   MDL_context::acquire_lock's calls of MDL_wait::timed_wait (the request,
+//   for its duration), MDL_wait::timed_wait (entry and return: the wait,
+//   and how it ended) and MDL_wait::set_status (the thread granting it);
 // - InnoDB row locks: a site where the waiting thread's THD is in a
 //   register when the wait begins plus the wait's return (MySQL:
 //   lock_wait_suspend_thread), or a function called once a wait ended with
-//   its duration (MariaDB: thd_storage_lock_wait), and the wait-for edges
-//   InnoDB reports (MySQL: thd_report_lock_wait(waiter, blocker)).
-// One program per role; the attach cookie says which role a site has.
+//   its duration (MariaDB: thd_storage_lock_wait, and the wait's call of
+//   thd_wait_begin before it, with sched_waking naming who woke the
+//   waiter), and the wait-for edges InnoDB reports (MySQL:
+//   thd_report_lock_wait(waiter, blocker)).
+// One program for the uprobes; the attach cookie's low 16 bits say which
+// role a site has, the bits above where a register it reads is in pt_regs.
 // Offsets come from server/lock_layout.cpp (learnt from the binary).
 //
 // Part of server.bpf.c, included after server_table_io.bpf.h.
@@ -30,7 +35,7 @@ enum lock_role {  // attach cookies (server/lock_layout.h, LockRole)
     LOCK_MDL_WAIT = 6,      // MDL_wait::timed_wait(this, owner, abstime, bool, stage): entry
     LOCK_ROW_BEGIN = 7,     // a row lock wait begins: THD in rdi
     LOCK_ROW_END = 8,       // return of the function that waited
-    LOCK_ROW_WAITED = 9,    // (THD *, waited microseconds): a row lock wait ended
+    LOCK_ROW_WAITED = 9,    // (THD *, waited time): a row lock wait ended
     LOCK_ROW_EDGE = 10,     // (THD *waiter, THD *blocker)
     LOCK_MDL_WAIT_RET = 11,  // MDL_wait::timed_wait: return
     LOCK_MDL_GRANT = 12,     // MDL_wait::set_status(this, status), by the thread granting

@@ -28,6 +28,9 @@
 #   transactions    `mysqltrace server --stages off --transactions`
 #                   (statements and transactions: a probe per statement
 #                   that uses InnoDB)
+#   locks           `mysqltrace server --stages off --locks` (statements, and
+#                   probes on the lock wait paths: sysbench's point selects
+#                   never wait, so this is --locks' cost without contention)
 #   client          `mysqltrace client` attached to sysbench
 #   client-summary  the same with --summary-only
 #   run             `mysqltrace run -- sysbench` (the shim's USDT probes)
@@ -44,7 +47,7 @@
 # performance_schema is OFF only where asked.
 
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BENCH_ALL_CONFIGS="baseline floor statements statements-json statements-slowlog statements-multi duty duty-sampled sampled exact traps waits table-io transactions client client-summary run run-no-api shim-idle pfs-stages pfs"
+BENCH_ALL_CONFIGS="baseline floor statements statements-json statements-slowlog statements-multi duty duty-sampled sampled exact traps waits table-io transactions locks client client-summary run run-no-api shim-idle pfs-stages pfs"
 # Enough for the 200-connection memory runs (the default is 151).
 BENCH_MAX_CONNECTIONS=${BENCH_MAX_CONNECTIONS:-512}
 BENCH_TABLE_SIZE=${BENCH_TABLE_SIZE:-10000}
@@ -272,7 +275,7 @@ bench_run() {
     baseline) bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
     pfs | pfs-stages) bench_sysbench "$work/$bench_prefix$cfg" "$workload" "${args[@]}" >"$out" ;;
     shim-idle) LD_PRELOAD="$shim" bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
-    floor | statements* | duty* | sampled | exact | traps | waits | table-io | transactions)
+    floor | statements* | duty* | sampled | exact | traps | waits | table-io | transactions | locks)
       mode=$cfg
       local path="" dest=/dev/null
       case $cfg in statements*) mode=off ;; esac
@@ -287,6 +290,7 @@ bench_run() {
       [ "$cfg" = waits ] && mode=sampled && extra=(--waits)
       [ "$cfg" = table-io ] && mode=off && extra=(--table-io)
       [ "$cfg" = transactions ] && mode=off && extra=(--transactions)
+      [ "$cfg" = locks ] && mode=off && extra=(--locks)
       rm -f "$work/trace.out"
       if [ "$cfg" = floor ]; then
         "$pb" floor --pid "$(bench_server_pid "$plain")" 2>"$err" &

@@ -29,7 +29,7 @@
 # The mysql section: the same kind of cells against Oracle MySQL 9.7
 # (scripts/mysql-sandbox.sh), oltp_point_select and oltp_read_only at 2
 # threads (smoke: point_select only), with --mysql-configs (default
-# baseline statements sampled exact pfs-stages pfs), each divided by
+# baseline statements locks sampled exact pfs-stages pfs), each divided by
 # MySQL's own untraced baseline. mysqltrace's configurations only run if
 # `mysqltrace server` attaches to that mysqld; the report says why not.
 #
@@ -49,7 +49,7 @@ usage() {
 }
 
 matrix="" rounds="" seconds="" workloads="" threads="" configs="" sections="" force_write=0
-mysql_configs="baseline statements duty sampled exact pfs-stages pfs"
+mysql_configs="baseline statements duty locks sampled exact pfs-stages pfs"
 build="${BUILD_DIR:-$bench_root/build}" output="$bench_root/docs/PERFORMANCE.md" write=1
 argv_text="bench/perf-report.sh $*"
 while [ $# -gt 0 ]; do
@@ -111,7 +111,7 @@ else
   matrix_name=$matrix
 fi
 read -r -d '' -a cell_list <<<"$cells" || true
-: "${configs:=baseline statements duty duty-sampled sampled exact traps waits table-io transactions client run shim-idle pfs-stages pfs}"
+: "${configs:=baseline statements duty duty-sampled sampled exact traps waits table-io transactions locks client run shim-idle pfs-stages pfs}"
 read -r -a config_list <<<"$configs"
 [[ " $configs " == *" baseline "* ]] || { echo "perf-report: --configs must include baseline" >&2; exit 2; }
 for c in "${config_list[@]}"; do
@@ -125,7 +125,7 @@ read -r -d '' -a mysql_cell_list <<<"$mysql_cells" || true
 [[ " $mysql_configs " == *" baseline "* ]] || { echo "perf-report: --mysql-configs must include baseline" >&2; exit 2; }
 for c in "${mysql_config_list[@]}"; do
   case $c in
-    baseline | floor | statements* | duty* | sampled | exact | traps | waits | table-io | transactions | pfs-stages | pfs) ;;
+    baseline | floor | statements* | duty* | sampled | exact | traps | waits | table-io | transactions | locks | pfs-stages | pfs) ;;
     *) echo "perf-report: $c is not a server configuration (--mysql-configs)" >&2; exit 2 ;;
   esac
 done

@@ -23,6 +23,7 @@ NAMES = {
     "statements-multi": "`--stages off` on entry + end probes (the multi-probe path)",
     "duty": "`mysqltrace server --stages off --duty 10 --format digests-json` to a file (leave-on)",
     "duty-sampled": "the same with --stages sampled",
+    "locks": "`mysqltrace server --stages off --locks` (statements + lock wait probes, no contention)",
     "sampled": "`mysqltrace server` (statements + sampled stages)",
     "exact": "`mysqltrace server --stages exact` (+ exact stages)",
     "traps": "exact-stage probes, empty programs (trap floor)",

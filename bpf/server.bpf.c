@@ -709,6 +709,7 @@ static __always_inline void send_account(struct thread_state *st, void *thd, __u
 #include "server_table_io.bpf.h"
 #include "server_threads.bpf.h"
 #include "server_txn.bpf.h"
+#include "server_locks.bpf.h"
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(server_thread_exit, struct task_struct *task) {

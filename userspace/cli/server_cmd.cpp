@@ -11,12 +11,14 @@
 #include "cli/command.h"
 #include "cli/server_duty.h"
 #include "doctor/trace_plan.h"
+#include "output/lock_render.h"
 #include "output/output_file.h"
 #include "output/pfs_sql.h"
 #include "output/server_render.h"
 #include "output/server_threads.h"
 #include "output/server_txn.h"
 #include "output/slowlog.h"
+#include "server/locks.h"
 #include "server/statement_tracer.h"
 #include "trace/trace_loop.h"
 
@@ -36,6 +38,7 @@ struct ServerArgs : TraceArgs {
     bool table_io = false;
     bool threads = false;
     bool transactions = false;
+    bool locks = false;
     double min_duration_ms = 0;
     std::string db;
     std::string user;
@@ -332,12 +335,57 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
             o.write(conn_line);
         };
     }
-    auto tracer = server::StatementTracer::attach(*target, opts, on_statement, on_wait);
+    // --locks: waits come out with the statement that waited, the tree at the end.
+    server::LockTracker locks(mysql8, [&tracer_ptr](uint64_t addr) {
+        return tracer_ptr ? tracer_ptr->stage_name_at(addr) : std::string();
+    });
+    uint64_t lock_waits = 0;
+    auto write_locks = [&](bool all) {
+        for (const auto &r : locks.take_waits(all)) {
+            if ((a.thread_id && r.wait.thread_id != a.thread_id) || slowlog) {
+                continue;
+            }
+            lock_waits++;
+            o.write(format == output::ServerFormat::json ? output::lock_wait_json(r)
+                                                         : output::lock_wait_text(r));
+        }
+        for (const auto &i : locks.take_incidents()) {
+            if ((a.thread_id && i.thread_id != a.thread_id) || slowlog) {
+                continue;
+            }
+            o.write(format == output::ServerFormat::json ? output::lock_incident_json(i)
+                                                         : output::lock_incident_text(i));
+        }
+    };
+    opts.locks = a.locks;
+    opts.lock_records = [&locks](std::span<const uint8_t> rec) { locks.on_record(rec); };
+    auto traced_statement = [&](const server::Statement &st) {
+        on_statement(st);
+        if (a.locks) {
+            locks.on_statement(st);
+            write_locks(false);
+        }
+    };
+    auto tracer = server::StatementTracer::attach(*target, opts, traced_statement, on_wait);
     if (!tracer) {
         std::cerr << "mysqltrace: " << tracer.error().message << "\n";
         return kExitFailure;
     }
     tracer_ptr = tracer->get();
+    if (a.locks) {
+        const auto &k = (*tracer)->lock_layout();
+        locks.set_row_blockers(k.row_blockers);
+        if (!k.missing.empty()) {
+            std::cerr << "mysqltrace: --locks on this build: " << k.missing << "\n";
+        }
+        if (g.verbose > 0) {
+            std::cerr << "mysqltrace: --locks: " << k.sites.size()
+                      << " probes; MDL_context::m_owner +" << k.ctx_owner << ", THD at owner -"
+                      << k.owner_to_thd << ", MDL_ticket m_type +" << k.ticket_type << " m_ctx +"
+                      << k.ticket_ctx << " m_lock +" << k.ticket_lock << ", MDL_lock key +"
+                      << k.lock_key << "\n";
+        }
+    }
     const char *what = opts.stages == server::StageMode::exact     ? "statements and exact stages"
                        : opts.stages == server::StageMode::traps   ? "statements (stage traps only)"
                        : opts.stages == server::StageMode::sampled ? "statements and sampled stages"
@@ -372,6 +420,12 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     auto stop = trace::run_loop((*tracer)->rings(), lo);
     auto flushed = (*tracer)->rings().flush();
     (*tracer)->flush_held();
+    if (a.locks && !slowlog) {
+        write_locks(true);
+        const auto edges = locks.tree();
+        o.write(format == output::ServerFormat::json ? output::blocking_tree_json(edges)
+                                                     : output::blocking_tree_text(edges));
+    }
     if (trace_files) {
         trace_files->flush();
     }
@@ -395,6 +449,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     if (opts.on_connection) {
         totals += ", " + std::to_string((*tracer)->connections().connects()) + " connects, " +
                   std::to_string((*tracer)->connections().disconnects()) + " disconnects";
+    }
+    if (a.locks) {
+        totals += ", " + std::to_string(lock_waits) + " lock waits";
     }
     if (trace_files) {
         totals +=
@@ -457,6 +514,13 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
                   "the statements inside, which name their transaction (NESTING_EVENT_TYPE "
                   "TRANSACTION); a probe per statement that uses a transactional engine "
                   "(text and json formats)");
+    cmd->add_flag("--locks", a->locks,
+                  "Also lock waits: every metadata lock wait (wait/lock/metadata/sql/mdl, with "
+                  "the object, the lock type and the connections holding it) and every InnoDB "
+                  "lock wait (with the blocking connection where the server reports it, its "
+                  "statement and how long its transaction was open), deadlocks and lock wait "
+                  "timeouts, and at the end a blocking tree. Probes only the paths a wait "
+                  "takes: free while nothing waits");
     cmd->add_option("--sample-hz", a->sample_hz, "Stage samples per second per CPU (sampled)")
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "server/statement_tracer.h"
 
+#include <asm/ptrace.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -129,6 +130,19 @@ bool set_filter_name(char (&dst)[N], __u32 *len, const std::string &name) {
     return true;
 }
 
+// Where register `slot` (x86 encoding number: rax, rcx, rdx, rbx, rsp, rbp,
+// rsi, rdi, r8-r15) is in the struct pt_regs a uprobe program gets; -1.
+int32_t pt_regs_offset(int slot) {
+    static const int32_t offs[16] = {
+        offsetof(pt_regs, rax), offsetof(pt_regs, rcx), offsetof(pt_regs, rdx),
+        offsetof(pt_regs, rbx), offsetof(pt_regs, rsp), offsetof(pt_regs, rbp),
+        offsetof(pt_regs, rsi), offsetof(pt_regs, rdi), offsetof(pt_regs, r8),
+        offsetof(pt_regs, r9),  offsetof(pt_regs, r10), offsetof(pt_regs, r11),
+        offsetof(pt_regs, r12), offsetof(pt_regs, r13), offsetof(pt_regs, r14),
+        offsetof(pt_regs, r15)};
+    return slot >= 0 && slot < 16 ? offs[slot] : -1;
+}
+
 }  // namespace
 
 void StatementTracer::refresh_clock() {
@@ -191,6 +205,19 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_share_db = l.share_db;
     ro->off_share_table_name = l.share_table_name;
     ro->max_sql = std::min<uint32_t>(opts.max_sql, MT_MAX_SQL);
+    if (opts.locks) {
+        t->lock_layout_ = learn_lock_layout(*target.file);
+        t->lock_records_ = opts.lock_records;
+        const LockLayout &k = t->lock_layout_;
+        ro->off_ctx_owner = k.ctx_owner;
+        ro->owner_to_thd = k.owner_to_thd;
+        ro->off_ticket_type = k.ticket_type;
+        ro->off_ticket_lock = k.ticket_lock;
+        ro->off_lock_key = k.lock_key;
+        ro->off_ticket_ctx = k.ticket_ctx;
+        ro->row_waited_unit_ns = k.row_waited_unit_ns;
+        ro->off_request_duration = k.request_duration;
+    }
     ro->text_lo = target.text_lo;
     ro->text_hi = target.text_hi;
     const uint32_t hz = std::max<uint32_t>(1, opts.sample_hz);
@@ -296,7 +323,15 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
             Wait w;
             Account account;
             bool ready = false;
-            if (decode_account(rec, &account)) {
+            mt_event_header h{};
+            if (rec.size() >= sizeof(h)) {
+                std::memcpy(&h, rec.data(), sizeof(h));
+            }
+            if (h.type == MT_EV_SERVER_LOCK_WAIT || h.type == MT_EV_SERVER_LOCK_EDGE) {
+                if (self->lock_records_) {
+                    self->lock_records_(rec);
+                }
+            } else if (decode_account(rec, &account)) {
                 self->accounts_.add(std::move(account));
             } else if (decode_statement(rec, &self->decoded_)) {
                 self->on_statement(self->decoded_);
@@ -437,6 +472,37 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
             t->table_io_links_.push_back(std::move(tl).value());
         }
         t->table_io_sites_ = offsets.size();
+    }
+    if (opts.locks) {
+        if (t->lock_layout_.sites.empty()) {
+            return Error{ENOTSUP, "--locks: " + t->lock_layout_.missing};
+        }
+        // Returns first, as for table I/O: a wait already running when its
+        // entry probe goes in then ends unseen rather than left open.
+        for (bool ret : {true, false}) {
+            for (const auto &s : t->lock_layout_.sites) {
+                if (s.retprobe != ret) {
+                    continue;
+                }
+                // A site that reads a register gets its place in pt_regs
+                // in the cookie's upper bits.
+                const int32_t reg = s.reg >= 0 ? pt_regs_offset(s.reg) : 0;
+                auto lk = uprobe(progs->server_lock, s.offset, s.retprobe,
+                                 static_cast<uint64_t>(s.role) | (static_cast<uint64_t>(reg) << 16),
+                                 s.what);
+                if (!lk) {
+                    return lk.error();
+                }
+                t->links_.push_back(std::move(lk).value());
+            }
+        }
+        if (t->lock_layout_.row_wakers) {
+            bpf_link *wl = bpf_program__attach(progs->server_lock_waking);
+            if (wl == nullptr) {
+                return make_error(errno, "cannot attach to the sched_waking tracepoint");
+            }
+            t->links_.emplace_back(wl);
+        }
     }
     if (opts.stages != StageMode::off) {
         // Off-CPU time by stage, and a per-thread CPU clock exact to the ns.

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "bpf/handles.h"
 #include "bpf/ring_set.h"
 #include "server/accounts.h"
+#include "server/lock_layout.h"
 #include "server/server_target.h"
 #include "server/statement.h"
 #include "server/threads.h"
@@ -63,6 +65,11 @@ struct StatementTracerOptions {
     // its trap (a per-uprobe perf link: ~15 ms and ~80-150 ms, traps still
     // firing meanwhile; docs/PERFORMANCE.md): for set_statement_probes().
     bool switchable = false;
+    // --locks: probes on the paths of metadata and row lock waits
+    // (bpf/server_locks.bpf.h); their records (MT_EV_SERVER_LOCK_*) go to
+    // lock_records, undecoded (server/locks.h decodes them).
+    bool locks = false;
+    std::function<void(std::span<const uint8_t>)> lock_records;
     bpf::RingOptions ring;
     // --threads: connections logging in and ending (server/threads.h),
     // handed to this sink.
@@ -98,6 +105,8 @@ class StatementTracer {
     // With on_connection: what the connection probes see ("" without).
     const std::string &threads_note() const { return threads_note_; }
     const Connections &connections() const { return connections_; }
+    // What --locks learnt of this build (empty unless options.locks).
+    const LockLayout &lock_layout() const { return lock_layout_; }
     // The one-probe path on a server whose start_utime is wall-clock time:
     // re-reads the wall clock's offset from the monotonic one (call now and
     // then: the wall clock can be stepped).
@@ -159,6 +168,8 @@ class StatementTracer {
     Connections connections_;
     Connection connection_;  // reused
     std::string threads_note_;
+    LockLayout lock_layout_;
+    std::function<void(std::span<const uint8_t>)> lock_records_;
 };
 
 // The display name of a stage as SHOW PROFILE prints it ("Opening tables").

@@ -26,6 +26,9 @@ enum mt_event_type {
     MT_EV_CALL = 7,             // `calls`: a function entry/return, annotation or thread exit
     MT_EV_SERVER_ACCOUNT = 8,   // a server connection's account (struct mt_server_account_event)
     MT_EV_SERVER_TABLE_IO = 9,  // a handler row operation returned (mt_server_table_io_event)
+    MT_EV_SERVER_LOCK_WAIT = 10,  // a metadata or row lock wait ended (mt_server_lock_wait_event)
+    MT_EV_SERVER_LOCK_EDGE =
+        11,  // InnoDB: a transaction waits for another (mt_server_lock_edge_event)
     MT_EV_SERVER_THREAD = 12,   // a connection logged in or ended (mt_server_thread_event)
     MT_EV_SERVER_TXN = 13,  // a transaction began or a commit/rollback ran (mt_server_txn_event)
 };
@@ -307,6 +310,66 @@ struct mt_server_table_io_event {
     __u16 name_len;  // bytes in name[]
     char db[MT_MAX_TABLE_NAME];    // OBJECT_SCHEMA
     char name[MT_MAX_TABLE_NAME];  // OBJECT_NAME
+};
+
+// Lock waits (server --locks, bpf/server_locks.bpf.h): probes only on the
+// paths a wait takes, so that a server without contention pays nothing.
+enum mt_lock_kind {
+    MT_LOCK_METADATA = 1,  // an MDL wait (MDL_wait::timed_wait)
+    MT_LOCK_ROW = 2,       // an InnoDB row or table lock wait
+};
+
+// How a metadata lock wait ended: MDL_wait::enum_wait_status, the same
+// numbers in MariaDB and MySQL (0: not known, e.g. an InnoDB wait).
+enum mt_lock_status {
+    MT_LOCK_GRANTED = 1,
+    MT_LOCK_VICTIM = 2,  // chosen as a deadlock victim
+    MT_LOCK_TIMEOUT = 3,
+    MT_LOCK_KILLED = 4,
+};
+
+enum mt_lock_flags {
+    // The blocker search ran for this wait (MDL's deadlock detector visited
+    // the waiter's lock): blockers[] lists what it found, maybe nothing.
+    MT_LOCK_SEARCHED = 1,
+    // InnoDB: the wait's begin was seen, and who woke the waiter watched:
+    // granter_tid is the first thread of the server that woke it (0: none).
+    MT_LOCK_WAKER_SEEN = 2,
+};
+
+#define MT_MAX_LOCK_BLOCKERS 8
+// Bytes of MDL_key copied: its lengths, then namespace, schema and name,
+// NUL-separated (64 + 64 characters of 3 bytes, plus headers).
+#define MT_MAX_MDL_KEY 416
+
+struct mt_server_lock_wait_event {
+    struct mt_event_header hdr;  // ts_ns: when the wait ended
+    __u64 start_ns;
+    __u64 thread_id;                       // the waiting connection (0: unknown)
+    __u64 stage;                           // MDL: the wait's stage name (server address), else 0
+    __u64 blockers[MT_MAX_LOCK_BLOCKERS];  // connection ids holding what it waits for
+    __u32 kind;                            // enum mt_lock_kind
+    __u32 status;                          // enum mt_lock_status (0: unknown)
+    __s32 lock_type;   // MDL: the build's enum_mdl_type value requested (-1: unknown)
+    __u16 n_blockers;  // entries in blockers[] (more are counted in blockers_lost)
+    __u16 blockers_lost;
+    __u16 flags;    // enum mt_lock_flags
+    __u16 key_len;  // bytes of the MDL_key in key[] (0: none)
+    // The OS thread that granted the lock (MDL: its release made the
+    // request compatible, the last blocker; InnoDB: MT_LOCK_WAKER_SEEN), 0:
+    // none seen.
+    __u32 granter_tid;
+    __s32 lock_duration;  // MDL: enum_mdl_duration requested (-1: unknown)
+    __u32 _pad0;
+    __u8 key[MT_MAX_MDL_KEY];
+};
+
+// InnoDB reported a wait-for edge: `thread_id` waits for a lock that
+// `blocker` holds (MySQL's thd_report_lock_wait).
+struct mt_server_lock_edge_event {
+    struct mt_event_header hdr;
+    __u64 thread_id;
+    __u64 blocker;
 };
 
 // Largest variable part of a statement record.

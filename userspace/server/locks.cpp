@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "server/locks.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "mysqltrace/abi/event.h"
+
+namespace mysqltrace::server {
+
+namespace {
+
+// The servers' own error numbers for the two incidents (the same in both).
+constexpr uint32_t kLockWaitTimeout = 1205;  // ER_LOCK_WAIT_TIMEOUT
+constexpr uint32_t kLockDeadlock = 1213;     // ER_LOCK_DEADLOCK
+// Statements kept per connection to find a blocker's statement.
+constexpr size_t kHistory = 32;
+
+// enum_mdl_namespace and enum_mdl_type of each flavour, with the names
+// performance_schema.metadata_locks gives them.
+constexpr std::array kMariadbNamespaces = {"BACKUP",   "SCHEMA",    "TABLE",
+                                           "FUNCTION", "PROCEDURE", "PACKAGE BODY",
+                                           "TRIGGER",  "EVENT",     "USER LEVEL LOCK"};
+constexpr std::array kMysqlNamespaces = {
+    "GLOBAL",      "BACKUP LOCK",     "TABLESPACE",        "SCHEMA",
+    "TABLE",       "FUNCTION",        "PROCEDURE",         "TRIGGER",
+    "EVENT",       "COMMIT",          "USER LEVEL LOCK",   "LOCKING SERVICE",
+    "SRID",        "ACL CACHE",       "COLUMN STATISTICS", "RESOURCE_GROUPS",
+    "FOREIGN KEY", "CHECK CONSTRAINT"};
+constexpr std::array kMariadbTypes = {"INTENTION_EXCLUSIVE",  "SHARED",
+                                      "SHARED_HIGH_PRIO",     "SHARED_READ",
+                                      "SHARED_WRITE",         "SHARED_UPGRADABLE",
+                                      "SHARED_READ_ONLY",     "SHARED_NO_WRITE",
+                                      "SHARED_NO_READ_WRITE", "EXCLUSIVE"};
+constexpr std::array kMysqlTypes = {
+    "INTENTION_EXCLUSIVE",  "SHARED",           "SHARED_HIGH_PRIO",
+    "SHARED_READ",          "SHARED_WRITE",     "SHARED_WRITE_LOW_PRIO",
+    "SHARED_UPGRADABLE",    "SHARED_READ_ONLY", "SHARED_NO_WRITE",
+    "SHARED_NO_READ_WRITE", "EXCLUSIVE"};
+
+template <size_t N>
+std::string pick(const std::array<const char *, N> &names, int i) {
+    return i >= 0 && static_cast<size_t>(i) < N ? names[static_cast<size_t>(i)] : "";
+}
+
+std::string upper_start(std::string_view sql, size_t n) {
+    size_t i = 0;
+    while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) {
+        i++;
+    }
+    std::string s;
+    for (; i < sql.size() && s.size() < n; i++) {
+        s += static_cast<char>(std::toupper(static_cast<unsigned char>(sql[i])));
+    }
+    return s;
+}
+
+std::string outcome_of(uint32_t status) {
+    switch (status) {
+        case MT_LOCK_GRANTED:
+            return "GRANTED";
+        case MT_LOCK_VICTIM:
+            return "DEADLOCK";
+        case MT_LOCK_TIMEOUT:
+            return "TIMEOUT";
+        case MT_LOCK_KILLED:
+            return "KILLED";
+        default:
+            return "";
+    }
+}
+
+}  // namespace
+
+bool decode_lock_wait(std::span<const uint8_t> rec, LockWait *out) {
+    mt_server_lock_wait_event ev;
+    if (rec.size() < sizeof(ev)) {
+        return false;
+    }
+    std::memcpy(&ev, rec.data(), sizeof(ev));
+    if (ev.hdr.type != MT_EV_SERVER_LOCK_WAIT || ev.n_blockers > MT_MAX_LOCK_BLOCKERS ||
+        ev.key_len > MT_MAX_MDL_KEY || (ev.kind != MT_LOCK_METADATA && ev.kind != MT_LOCK_ROW)) {
+        return false;
+    }
+    out->tid = ev.hdr.tid;
+    out->start_ns = ev.start_ns;
+    out->end_ns = ev.hdr.ts_ns;
+    out->thread_id = ev.thread_id;
+    out->kind = static_cast<LockKind>(ev.kind);
+    out->status = ev.status;
+    out->lock_type = ev.lock_type;
+    out->lock_duration = ev.lock_duration;
+    out->stage = ev.stage;
+    out->blockers.assign(ev.blockers, ev.blockers + ev.n_blockers);
+    out->blockers_lost = ev.blockers_lost;
+    out->searched = (ev.flags & MT_LOCK_SEARCHED) != 0;
+    out->granter_tid = ev.granter_tid;
+    out->waker_seen = (ev.flags & MT_LOCK_WAKER_SEEN) != 0;
+    out->key.assign(ev.key, ev.key + ev.key_len);
+    return true;
+}
+
+bool decode_lock_edge(std::span<const uint8_t> rec, LockEdge *out) {
+    mt_server_lock_edge_event ev;
+    if (rec.size() < sizeof(ev)) {
+        return false;
+    }
+    std::memcpy(&ev, rec.data(), sizeof(ev));
+    if (ev.hdr.type != MT_EV_SERVER_LOCK_EDGE) {
+        return false;
+    }
+    out->ts_ns = ev.hdr.ts_ns;
+    out->thread_id = ev.thread_id;
+    out->blocker = ev.blocker;
+    return true;
+}
+
+bool parse_mdl_key(std::span<const uint8_t> key, int *ns, std::string *schema, std::string *name) {
+    if (key.size() < 8) {
+        return false;
+    }
+    const size_t length = key[0] | (key[1] << 8);
+    const size_t db_len = key[2] | (key[3] << 8);
+    int found = -1;
+    for (size_t at = 4; at <= 8; at += 2) {
+        // namespace, schema, NUL, name, NUL: `length` bytes in all.
+        if (length < db_len + 3 || at + length > key.size()) {
+            continue;
+        }
+        const uint8_t *p = key.data() + at;
+        if (p[0] >= 32 || p[1 + db_len] != 0 || p[length - 1] != 0 ||
+            std::memchr(p + 1, 0, db_len) != nullptr ||
+            std::memchr(p + 2 + db_len, 0, length - db_len - 3) != nullptr) {
+            continue;
+        }
+        if (found >= 0) {
+            return false;  // ambiguous
+        }
+        found = static_cast<int>(at);
+    }
+    if (found < 0) {
+        return false;
+    }
+    const uint8_t *p = key.data() + found;
+    *ns = p[0];
+    schema->assign(reinterpret_cast<const char *>(p + 1), db_len);
+    name->assign(reinterpret_cast<const char *>(p + 2 + db_len), length - db_len - 3);
+    return true;
+}
+
+std::string mdl_object_type(int ns, bool mysql8) {
+    return mysql8 ? pick(kMysqlNamespaces, ns) : pick(kMariadbNamespaces, ns);
+}
+
+std::string mdl_lock_type(int type, bool mysql8) {
+    return mysql8 ? pick(kMysqlTypes, type) : pick(kMariadbTypes, type);
+}
+
+LockTracker::LockTracker(bool mysql8, std::function<std::string(uint64_t)> stage_name)
+    : mysql8_(mysql8), stage_name_(std::move(stage_name)) {}
+
+void LockTracker::on_record(std::span<const uint8_t> rec) {
+    LockWait w;
+    LockEdge e;
+    if (decode_lock_wait(rec, &w)) {
+        pending_.push_back(std::move(w));
+    } else if (decode_lock_edge(rec, &e)) {
+        edges_[e.thread_id].push_back(e);
+    } else {
+        undecodable_++;
+    }
+}
+
+Blocker LockTracker::blocker(uint64_t id, uint64_t at_ns) const {
+    Blocker b;
+    b.thread_id = id;
+    auto it = conns_.find(id);
+    if (it == conns_.end()) {
+        return b;
+    }
+    // Its statement running when the wait began, or else its last one before.
+    for (auto s = it->second.rbegin(); s != it->second.rend(); ++s) {
+        if (s->start_ns <= at_ns) {
+            b.sql = s->sql;
+            b.trx_start_ns = s->trx_start_ns;
+            break;
+        }
+    }
+    return b;
+}
+
+LockWaitReport LockTracker::report(const LockWait &w, const std::string &waiter_sql,
+                                   uint32_t error) {
+    LockWaitReport r;
+    r.wait = w;
+    r.waiter_sql = waiter_sql;
+    r.outcome = outcome_of(w.status);
+    if (r.outcome.empty() || r.outcome == "GRANTED") {
+        if (error == kLockWaitTimeout) {
+            r.outcome = "TIMEOUT";
+        } else if (error == kLockDeadlock) {
+            r.outcome = "DEADLOCK";
+        } else if (r.outcome.empty() && !waiter_sql.empty() && error == 0) {
+            r.outcome = "GRANTED";
+        }
+    }
+    // The connection whose release granted the lock held it last.
+    auto granter = conn_of_tid_.find(w.granter_tid);
+    const bool granted_by =
+        w.granter_tid != 0 && w.granter_tid != w.tid && granter != conn_of_tid_.end();
+    std::vector<uint64_t> ids = w.blockers;
+    if (w.kind == LockKind::metadata) {
+        int ns = -1;
+        if (parse_mdl_key(w.key, &ns, &r.schema, &r.name)) {
+            r.object_type = mdl_object_type(ns, mysql8_);
+        }
+        r.lock_type = mdl_lock_type(w.lock_type, mysql8_);
+        // enum_mdl_duration: the same in both servers.
+        static constexpr std::array kDurations = {"STATEMENT", "TRANSACTION", "EXPLICIT"};
+        r.lock_duration = pick(kDurations, w.lock_duration);
+        if (w.stage != 0 && stage_name_) {
+            r.stage = stage_name_(w.stage);
+        }
+        r.blockers_known = w.searched && w.blockers_lost == 0;
+        if (granted_by && std::find(ids.begin(), ids.end(), granter->second) == ids.end()) {
+            ids.push_back(granter->second);
+        }
+    } else {
+        // The edges InnoDB reported for this waiter up to the wait's end.
+        auto it = edges_.find(w.thread_id);
+        if (it != edges_.end()) {
+            auto &v = it->second;
+            auto cut = std::stable_partition(
+                v.begin(), v.end(), [&](const LockEdge &e) { return e.ts_ns <= w.end_ns; });
+            for (auto e = v.begin(); e != cut; ++e) {
+                if (std::find(ids.begin(), ids.end(), e->blocker) == ids.end()) {
+                    ids.push_back(e->blocker);
+                }
+            }
+            v.erase(v.begin(), cut);
+        }
+        r.blockers_known = row_blockers_;
+        // Woken by another connection's thread, and granted: that thread's
+        // release (a commit, a rollback) let the waiter in. Woken any other
+        // way (a timeout, a deadlock victim, a kill), no blocker is known.
+        if (w.waker_seen && r.outcome == "GRANTED" && granted_by &&
+            std::find(ids.begin(), ids.end(), granter->second) == ids.end()) {
+            ids.push_back(granter->second);
+            r.blockers_known = true;
+        }
+    }
+    for (uint64_t id : ids) {
+        if (id != w.thread_id) {
+            r.blockers.push_back(blocker(id, w.start_ns));
+        }
+    }
+    const std::string object =
+        r.object_type.empty() ? "" : r.object_type + " " + r.schema + "." + r.name;
+    for (const auto &b : r.blockers) {
+        auto key = std::make_tuple(b.thread_id, w.thread_id, static_cast<uint32_t>(w.kind), object);
+        auto &e = tree_[key];
+        e.blocker = b.thread_id;
+        e.waiter = w.thread_id;
+        e.kind = w.kind;
+        e.object = object;
+        e.waits++;
+        e.wait_ns += w.end_ns > w.start_ns ? w.end_ns - w.start_ns : 0;
+        e.blocking_sql = b.sql;
+        e.waiting_sql = waiter_sql;
+        e.blocking_trx_start_ns = b.trx_start_ns;
+        e.last_end_ns = w.end_ns;
+    }
+    return r;
+}
+
+void LockTracker::on_statement(const Statement &st) {
+    // Its waits, oldest first; the last one of a statement that failed with
+    // a timeout or a deadlock ended that way.
+    std::vector<LockWait> mine;
+    std::erase_if(pending_, [&](LockWait &w) {
+        const bool ours = w.thread_id != 0 ? w.thread_id == st.thread_id : w.tid == st.tid;
+        if (ours && w.end_ns <= st.end_ns) {
+            mine.push_back(std::move(w));
+            return true;
+        }
+        return false;
+    });
+    std::sort(mine.begin(), mine.end(),
+              [](const LockWait &a, const LockWait &b) { return a.end_ns < b.end_ns; });
+    for (size_t i = 0; i < mine.size(); i++) {
+        if (mine[i].thread_id == 0) {
+            mine[i].thread_id = st.thread_id;
+        }
+        const bool last = i + 1 == mine.size();
+        ready_.push_back(report(mine[i], st.text, last ? st.error : 0));
+    }
+    if (st.error == kLockWaitTimeout || st.error == kLockDeadlock) {
+        incidents_.push_back({st.error == kLockDeadlock ? "deadlock" : "lock_wait_timeout",
+                              st.thread_id, st.end_ns, st.error, st.text});
+    }
+    // What the connection holds from now on.
+    conn_of_tid_[st.tid] = st.thread_id;
+    auto &h = conns_[st.thread_id];
+    uint64_t trx = h.empty() ? 0 : h.back().trx_start_ns;
+    const std::string head = upper_start(st.text, 17);
+    if (head.starts_with("BEGIN") || head.starts_with("START TRANSACTION")) {
+        trx = st.start_ns;
+    } else if ((head.starts_with("COMMIT") || head.starts_with("ROLLBACK")) &&
+               upper_start(st.text, 64).find(" TO ") == std::string::npos) {
+        trx = 0;
+    }
+    if (h.size() == kHistory) {
+        h.erase(h.begin());
+    }
+    h.push_back({st.start_ns, st.text, trx});
+}
+
+std::vector<LockWaitReport> LockTracker::take_waits(bool all) {
+    if (all) {
+        std::sort(pending_.begin(), pending_.end(),
+                  [](const LockWait &a, const LockWait &b) { return a.end_ns < b.end_ns; });
+        for (const auto &w : pending_) {
+            ready_.push_back(report(w, "", 0));
+        }
+        pending_.clear();
+    }
+    return std::exchange(ready_, {});
+}
+
+std::vector<LockIncident> LockTracker::take_incidents() {
+    return std::exchange(incidents_, {});
+}
+
+std::vector<BlockingEdge> LockTracker::tree() const {
+    std::set<uint64_t> waiters;
+    std::vector<BlockingEdge> out;
+    for (const auto &[k, e] : tree_) {
+        waiters.insert(e.waiter);
+        out.push_back(e);
+    }
+    // Roots (blockers that waited for no one) first, then by blocker.
+    std::stable_sort(out.begin(), out.end(), [&](const BlockingEdge &a, const BlockingEdge &b) {
+        const bool ra = !waiters.contains(a.blocker), rb = !waiters.contains(b.blocker);
+        if (ra != rb) {
+            return ra;
+        }
+        return std::tie(a.blocker, a.waiter) < std::tie(b.blocker, b.waiter);
+    });
+    return out;
+}
+
+}  // namespace mysqltrace::server

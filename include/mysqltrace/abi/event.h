@@ -26,11 +26,10 @@ enum mt_event_type {
     MT_EV_CALL = 7,             // `calls`: a function entry/return, annotation or thread exit
     MT_EV_SERVER_ACCOUNT = 8,   // a server connection's account (struct mt_server_account_event)
     MT_EV_SERVER_TABLE_IO = 9,  // a handler row operation returned (mt_server_table_io_event)
-    MT_EV_SERVER_LOCK_WAIT = 10,  // a metadata or row lock wait ended (mt_server_lock_wait_event)
-    MT_EV_SERVER_LOCK_EDGE =
-        11,  // InnoDB: a transaction waits for another (mt_server_lock_edge_event)
-    MT_EV_SERVER_THREAD = 12,   // a connection logged in or ended (mt_server_thread_event)
-    MT_EV_SERVER_TXN = 13,  // a transaction began or a commit/rollback ran (mt_server_txn_event)
+    MT_EV_SERVER_LOCK_WAIT = 10,  // a lock wait ended (struct mt_server_lock_wait_event)
+    MT_EV_SERVER_LOCK_EDGE = 11,  // InnoDB: a wait-for edge (struct mt_server_lock_edge_event)
+    MT_EV_SERVER_THREAD = 12,     // a connection logged in or ended (mt_server_thread_event)
+    MT_EV_SERVER_TXN = 13,        // a transaction began or ended (mt_server_txn_event)
 };
 
 // Common header of every record. `size` is the whole record including this

@@ -97,6 +97,46 @@ client pfs_trace -t -e "SELECT s.SQL_TEXT, w.EVENT_NAME, ROUND(w.TIMER_WAIT / 1e
   WHERE w.TIMER_END IS NOT NULL AND s.TIMER_END IS NOT NULL AND w.EVENT_NAME LIKE 'wait/synch/%'
   ORDER BY w.TIMER_WAIT DESC"
 
+banner "mysqltrace server --locks: who blocks whom, with performance_schema off"
+# One connection updates a row in an open transaction; another's UPDATE of
+# the same row waits until the first commits. The wait comes out with the
+# waiting statement and names its blocker, and a blocking tree ends the trace.
+start_tracer server --pid "$MT_PID" --stages off --locks
+client demo -e "BEGIN; UPDATE t SET name = 'gamma' WHERE id = 1; SELECT SLEEP(0.6); COMMIT" \
+  >/dev/null &
+holder=$!
+sleep 0.2
+client demo -e "UPDATE t SET name = 'delta' WHERE id = 1"
+wait "$holder"
+finish_tracer
+
+banner "mysqltrace server --duty 20 --format digests: statement statistics to leave on"
+# The statement probe is in 20% of the time, in windows at random phases;
+# each class's count is its share of the statements seen, scaled by the
+# exact number of query ids the server took (its own counter), with a 95%
+# bound: estimates that say how good they are.
+start_tracer server --pid "$MT_PID" --duty 20 --duty-period 0.5 --format digests
+/usr/bin/python3 - "$MT_SOCKET" "$MT_USER" "$MT_PASSWORD" <<'PY'
+import sys
+import time
+import pymysql
+sock, user, password = sys.argv[1:4]
+conn = pymysql.connect(unix_socket=sock, user=user, password=password, database="demo",
+                       autocommit=True)
+end = time.monotonic() + 3
+i = 0
+with conn.cursor() as cur:
+    while time.monotonic() < end:
+        cur.execute("SELECT name FROM t WHERE id = %s", (i % 2 + 1,))
+        cur.fetchall()
+        if i % 4 == 0:
+            cur.execute("SELECT COUNT(*) FROM t")
+            cur.fetchall()
+        i += 1
+print(f"the client ran {i} + {(i + 3) // 4} statements")
+PY
+finish_tracer
+
 banner "mysqltrace calls --pid $MT_PID: the server's call tree for one statement"
 # Entry and return probes on the functions whose names match, found in the
 # binary's symbol tables: a -finstrument-functions trace without a rebuild.
@@ -189,6 +229,23 @@ banner "mysqltrace server --stages exact --format profile: SHOW PROFILE for MySQ
 start_tracer server --pid "$MY_PID" --stages exact --format profile
 mysql_client demo -e "SELECT name FROM t WHERE id > 0 ORDER BY name" >/dev/null
 finish_tracer
+banner "mysqltrace agent: every server of the host, each traced into files of its own"
+# It finds servers in /proc as they start (--socket-prefix keeps it to this
+# demo's two), labels each (flavour, version, port, socket, cgroup, unit,
+# container) and traces it as `server` does; a server that exits is detached.
+start_tracer agent --output-dir "$work/agent" --format json,slowlog --socket-prefix "$work/" \
+  --rescan-ms 500
+for _ in $(seq 100); do
+  [ "$(grep -c "attached pid=" "$work/trace.err")" -ge 2 ] && break
+  sleep 0.1
+done
+client demo -e "SELECT name FROM t WHERE id = 2" >/dev/null
+mysql_client demo -e "SELECT COUNT(*) FROM t" >/dev/null
+sleep 0.5
+finish_tracer
+(cd "$work/agent" && find . -type f | sort)
+cat "$work/agent"/*mysql-*/slow.log
+
 "$mysql_sandbox" stop "$work/mysql"
 
 banner "Done"
@@ -197,3 +254,4 @@ echo "a MySQL 9.7 of your own:     sudo $mysql_sandbox start DIR (then: client D
 echo "or on a client:              sudo $mt client --pid <pid of a program talking to MySQL>"
 echo "or start one under the shim: sudo $mt run -- <your client> [args]"
 echo "or follow a program's calls: sudo $mt calls --pid <pid> --match 'glob|glob'"
+echo "or every server of the host: sudo $mt agent --output-dir /var/log/mysqltrace"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "cli/server_duty.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -11,6 +12,13 @@
 namespace mysqltrace::cli {
 
 namespace {
+
+// 20 and 0.5, not 20.000000 and 0.500000.
+std::string short_number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", v);
+    return buf;
+}
 
 // A window's records may still be in the rings (and the reader's reorder
 // buffer) a while after its detach: it is counted once this much older.
@@ -122,8 +130,8 @@ int run_server_duty(const server::ServerTarget &target, server::StatementTracerO
     std::cerr << "mysqltrace: tracing statements of pid " << target.pid << " ("
               << (*tracer)->path_note() << "; "
               << (always_on ? std::string("probe attached all the time, exact counts")
-                            : "probe attached " + std::to_string(d.duty_pct) + "% of each " +
-                                  std::to_string(d.period_s) +
+                            : "probe attached " + short_number(d.duty_pct) + "% of each " +
+                                  short_number(d.period_s) +
                                   " s period, at a random phase: counts are estimates, scaled by " +
                                   (qid ? "the server's " + qid->symbol() : std::string("time")))
               << "); Ctrl-C to stop\n";

@@ -13,22 +13,6 @@ namespace {
 // server with much connection churn must not keep every closed one.
 constexpr size_t kMaxAccounts = 65536;
 
-// A NUL-terminated name of printable ASCII within `field`, else "".
-template <size_t N>
-std::string name_in(const char (&field)[N]) {
-    const void *end = std::memchr(field, '\0', N);
-    if (end == nullptr) {
-        return "";
-    }
-    std::string s(field, static_cast<const char *>(end));
-    for (char c : s) {
-        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) {
-            return "";
-        }
-    }
-    return s;
-}
-
 }  // namespace
 
 std::string Account::actor() const {
@@ -48,8 +32,8 @@ bool decode_account(std::span<const uint8_t> record, Account *out) {
         return false;
     }
     out->thread_id = ev.thread_id;
-    out->user = name_in(ev.user);
-    out->host = name_in(ev.host);
+    out->user = printable_name(ev.user);
+    out->host = printable_name(ev.host);
     return true;
 }
 

@@ -6,12 +6,31 @@
 // connection would already be gone.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <unordered_map>
 
 namespace mysqltrace::server {
+
+// A NUL-terminated name of printable ASCII within a record's fixed-size
+// `field`, else "" (accounts and connection records).
+template <size_t N>
+std::string printable_name(const char (&field)[N]) {
+    const void *end = std::memchr(field, '\0', N);
+    if (end == nullptr) {
+        return "";
+    }
+    std::string s(field, static_cast<const char *>(end));
+    for (char c : s) {
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) {
+            return "";
+        }
+    }
+    return s;
+}
 
 struct Account {
     uint64_t thread_id = 0;

@@ -8,6 +8,7 @@
 
 #include "mysqltrace/abi/event.h"
 #include "server.skel.h"
+#include "server/accounts.h"
 #include "server/hooks.h"
 #include "server/server_target.h"
 
@@ -18,22 +19,6 @@ namespace {
 // Connections remembered at once (ids only grow; a trace of a server with
 // much churn must not keep every closed one).
 constexpr size_t kMaxRemembered = 65536;
-
-// A NUL-terminated name of printable ASCII within `field`, else "".
-template <size_t N>
-std::string name_in(const char (&field)[N]) {
-    const void *end = std::memchr(field, '\0', N);
-    if (end == nullptr) {
-        return "";
-    }
-    std::string s(field, static_cast<const char *>(end));
-    for (char c : s) {
-        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) {
-            return "";
-        }
-    }
-    return s;
-}
 
 // A length-encoded integer at `p` (the protocol's int<lenenc>); false when
 // it does not fit in what is left.
@@ -121,10 +106,10 @@ bool Connections::decode(std::span<const uint8_t> record, Connection *out, bool 
     c.tid = ev.hdr.tid;
     c.ts_ns = ev.hdr.ts_ns;
     c.thread_id = ev.thread_id;
-    c.user = name_in(ev.user);
-    c.host = name_in(ev.host);
-    c.ip = name_in(ev.ip);
-    c.db = name_in(ev.db);
+    c.user = printable_name(ev.user);
+    c.host = printable_name(ev.host);
+    c.ip = printable_name(ev.ip);
+    c.db = printable_name(ev.db);
     if (c.op == Connection::Op::connect) {
         connects_++;
         if (auto it = attrs_by_tid_.find(c.tid); it != attrs_by_tid_.end()) {

@@ -13,7 +13,10 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <mysql.h>
@@ -242,6 +245,28 @@ TEST_P(ServerTrace, ReaderNiceSetsTheReadersPriorityOnly) {
                             "--reader-nice", "25"});
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
     EXPECT_NE(bad.err.find("--reader-nice"), std::string::npos) << bad.err;
+}
+
+// A mode whose events a format has no place for is refused, never dropped
+// silently.
+TEST_P(ServerTrace, ModesTheFormatCannotShowAreRefused) {
+    const std::string pid = std::to_string(server_->pid());
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--threads", "--format", "slowlog"}, "--threads and --transactions are written by"},
+        {{"--transactions", "--format", "pfs-sql", "--output", out_path_ + ".d"},
+         "--threads and --transactions are written by"},
+        {{"--transactions", "--duty", "10"}, "without --duty"},
+        {{"--locks", "--format", "slowlog"}, "--locks writes its waits"},
+        {{"--locks", "--duty", "10", "--format", "digests"}, "--locks writes its waits"},
+        {{"--interval", "5"}, "--interval prints digest summaries"},
+    };
+    for (const auto &[extra, message] : cases) {
+        std::vector<std::string> argv = {MYSQLTRACE_BINARY, "server", "--pid", pid};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        auto r = run_command(argv);
+        EXPECT_EQ(r.exit_code, 2) << extra[0] << " " << extra[1] << ": " << r.err;
+        EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    }
 }
 
 TEST_P(ServerTrace, DurationStops) {

@@ -185,6 +185,13 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                   << " has no place for them\n";
         return kExitUsage;
     }
+    if (a.locks && (slowlog || digests)) {
+        std::cerr << "mysqltrace: --locks writes its waits and blocking tree with --format text, "
+                     "json, profile and pfs-sql"
+                  << (digests ? " without --duty" : "") << "; --format " << a.format
+                  << " has no place for them\n";
+        return kExitUsage;
+    }
     if (digests) {
         if (a.format != "text" && a.format != "json" && !a.format.starts_with("digests")) {
             std::cerr << "mysqltrace: --duty sees part of the statements: it prints digest "

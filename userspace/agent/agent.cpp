@@ -251,8 +251,12 @@ Result<void> Agent::run() {
                     }
                 }
             } else if (tag == kTimerTag) {
+                // Drained so that epoll stops reporting it; a short or failed
+                // read (EAGAIN: already drained) changes nothing: rescan anyway.
                 uint64_t expirations = 0;
-                (void)::read(timer.get(), &expirations, sizeof(expirations));
+                if (::read(timer.get(), &expirations, sizeof(expirations)) < 0) {
+                    expirations = 0;
+                }
                 if (!stop) {
                     rescan();
                 }

@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The newcomer's tour: installs dependencies, builds, checks the machine with
 # `mysqltrace doctor`, starts a throwaway MariaDB server, and traces it while
-# a client runs a small workload; then the same with Oracle MySQL 9.7 from a
-# Debian sid chroot (built once, ~20 s). Everything it starts, it stops.
+# a client runs a small workload (statements, stages, waits, a lock wait and
+# its blocker, leave-on digest estimates, a call tree, client protocol
+# traces); then the same with Oracle MySQL 9.7 from a Debian sid chroot
+# (built once, ~20 s), and the agent tracing both servers into files of
+# their own. Everything it starts, it stops.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 mt_need_root "$@"

@@ -124,6 +124,10 @@ int BPF_KPROBE(server_connect_attrs, const void *buffer, __u32 length) {
     ev->host[0] = 0;
     ev->ip[0] = 0;
     ev->db[0] = 0;
+    // n in a 64-bit register of its own before the clamp, and the clamped
+    // one used: clang 19 otherwise compares the 32-bit argument and reads
+    // with a copy taken before the compare, which the verifier sees unbounded.
+    barrier_var(n);
     if (n > MT_MAX_THREAD_ATTRS)
         n = MT_MAX_THREAD_ATTRS;
     barrier_var(n);

@@ -285,7 +285,8 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         bpf::prepare_uprobe_multi(prog);
     }
     // Only the programs this trace attaches are loaded: verifying the others
-    // (the entry-and-end path's, exact stages', waits', table I/O's) was
+    // (the entry-and-end path's, exact stages', waits', table I/O's,
+    // --threads', --transactions', --locks') was
     // most of the ~1.2 s of CPU an attach spent in bpf() on the project's
     // VM, and the agent attaches each server as it starts.
     {
@@ -293,6 +294,8 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         const bool entries = !t->one_probe_;
         const bool is_mysql8 = target.profile == ServerProfile::mysql8;
         const bool exact = opts.stages == StageMode::exact || opts.stages == StageMode::traps;
+        const bool conns = static_cast<bool>(opts.on_connection);
+        const bool txns = static_cast<bool>(opts.on_transaction_record);
         for (auto [prog, used] : {
                  std::pair{p.server_log_slow_statement, t->one_probe_},
                  std::pair{p.server_dispatch_command, entries && !is_mysql8},
@@ -307,6 +310,17 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
                  std::pair{p.server_switch, opts.stages != StageMode::off},
                  std::pair{p.server_sample, opts.stages == StageMode::sampled},
                  std::pair{p.server_stage, exact},
+                 std::pair{p.server_login_begin, conns},
+                 std::pair{p.server_login_end, conns},
+                 std::pair{p.server_connection_end, conns},
+                 std::pair{p.server_connect_attrs, conns},
+                 std::pair{p.server_txn_begin, txns},
+                 std::pair{p.server_txn_commit, txns},
+                 std::pair{p.server_txn_rollback, txns},
+                 std::pair{p.server_txn_end_commit, txns},
+                 std::pair{p.server_txn_end_rollback, txns},
+                 std::pair{p.server_lock_waking, opts.locks},
+                 std::pair{p.server_lock, opts.locks},
              }) {
             bpf_program__set_autoload(prog, used);
         }

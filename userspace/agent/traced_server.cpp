@@ -120,14 +120,18 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
         [self](uint64_t addr) {
             return self->tracer_ ? self->tracer_->stage_name_at(addr) : std::string();
         });
+    s->stats_ = std::make_unique<output::StatementStats>(opts.max_classes, [self](uint64_t addr) {
+        return self->tracer_ ? self->tracer_->stage_name_at(addr) : std::string();
+    });
     server::StatementTracerOptions to;
     to.max_sql = opts.max_sql;
     to.stages = plan.stages;
     to.ring.bytes_per_cpu = opts.ring_bytes_per_cpu;
     to.show_secrets = opts.show_secrets;
-    // The slow log's User@Host; the slow log alone prints an EXECUTE with
-    // its values, as the server's own slow log does.
-    to.accounts = opts.slowlog;
+    // The slow log's User@Host and the statement classes' account (sent
+    // once per connection); the slow log alone prints an EXECUTE with its
+    // values, as the server's own slow log does.
+    to.accounts = true;
     to.prepared_text = opts.json;
     auto tracer = server::StatementTracer::attach(
         *s->target_, to, [self](const server::Statement &st) { self->on_statement(st); });
@@ -151,6 +155,7 @@ Result<int> TracedServer::poll() {
 void TracedServer::on_statement(const server::Statement &st) {
     statements_++;
     failed_ += st.failed() ? 1 : 0;
+    stats_->add(st, tracer_->accounts().of(st.thread_id).user);
     if (json_) {
         json_->write(render_->statement(st));
     }

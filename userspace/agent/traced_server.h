@@ -13,6 +13,7 @@
 #include "output/output_file.h"
 #include "output/server_render.h"
 #include "output/slowlog.h"
+#include "output/statement_stats.h"
 #include "server/server_target.h"
 #include "server/statement_tracer.h"
 #include "util/result.h"
@@ -45,6 +46,9 @@ struct TracedServerOptions {
     uint32_t max_sql = 65536;
     uint64_t ring_bytes_per_cpu = 1u << 20;
     bool show_secrets = false;
+    // Statement classes with totals of their own (stats()); later ones
+    // are summed as "other".
+    size_t max_classes = 500;
 };
 
 class TracedServer {
@@ -63,6 +67,10 @@ class TracedServer {
     const std::string &path_note() const { return tracer_->path_note(); }
     // Readable when a ring has records.
     int epoll_fd() const;
+    // Running totals by statement class, for /metrics and `top`.
+    const output::StatementStats &stats() const { return *stats_; }
+    // The tracer itself: its rings' counters and the records it could not decode.
+    const server::StatementTracer &tracer() const { return *tracer_; }
     // Drains the rings without waiting.
     Result<int> poll();
     // Once a second: the clock offset, the files.
@@ -81,6 +89,7 @@ class TracedServer {
     std::unique_ptr<output::OutputFile> json_, slowlog_;
     std::unique_ptr<output::ServerRenderer> render_;
     output::SlowlogRenderer slow_;
+    std::unique_ptr<output::StatementStats> stats_;
     std::unique_ptr<server::StatementTracer> tracer_;
     uint64_t statements_ = 0, failed_ = 0;
 };

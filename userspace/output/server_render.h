@@ -31,6 +31,8 @@ struct NamedWait {
 
 class ServerRenderer {
   public:
+    // Commands whose argument is text worth showing as SQL_TEXT.
+    static bool has_text(const server::Statement &st);
     // `sites`: the stage-site table exact marks index; `name_at`: the stage
     // name at a server address (sampled stages), asked once per address.
     ServerRenderer(ServerFormat format, uint32_t pid, const std::vector<server::StageSite> &sites,
@@ -79,8 +81,6 @@ class ServerRenderer {
         ClassTotals *totals = nullptr;  // of sampled statements: their digest's
     };
     TextClass &text_class(const server::Statement &st);
-    // Commands whose argument is text worth showing as SQL_TEXT.
-    static bool has_text(const server::Statement &st);
     // Names point into the site table or into names_.
     struct StageRow {
         std::string_view name, function, file;

@@ -130,15 +130,21 @@ TEST_P(ServerLocks, ScriptedIncident) {
     const std::string b_update = "UPDATE mt_db.t SET b = 'b' WHERE a = 1";
     Async b(c[B], b_update);
     const auto b_seen = until_row_lock_wait(id[B]);
+    // The locked table (performance_schema's, on MySQL).
+    std::string b_schema = "mt_db", b_table = "t";
     if (mysql()) {
         // performance_schema's own view of the same wait.
         auto rows = query(
-            "SELECT r.PROCESSLIST_ID, h.PROCESSLIST_ID FROM performance_schema.data_lock_waits w "
+            "SELECT r.PROCESSLIST_ID, h.PROCESSLIST_ID, l.OBJECT_SCHEMA, l.OBJECT_NAME FROM "
+            "performance_schema.data_lock_waits w "
             "JOIN performance_schema.threads r ON r.THREAD_ID = w.REQUESTING_THREAD_ID JOIN "
-            "performance_schema.threads h ON h.THREAD_ID = w.BLOCKING_THREAD_ID");
+            "performance_schema.threads h ON h.THREAD_ID = w.BLOCKING_THREAD_ID JOIN "
+            "performance_schema.data_locks l ON l.ENGINE_LOCK_ID = w.REQUESTING_ENGINE_LOCK_ID");
         ASSERT_EQ(rows.size(), 1u);
         EXPECT_EQ(rows[0][0], std::to_string(id[B]));
         EXPECT_EQ(rows[0][1], std::to_string(id[A]));
+        b_schema = rows[0][2];
+        b_table = rows[0][3];
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const auto b_kept = ms_ps(Clock::now() - b_seen);
@@ -240,6 +246,9 @@ TEST_P(ServerLocks, ScriptedIncident) {
     auto bw = waits_of(id[B]);
     ASSERT_EQ(bw.size(), 1u) << json(waits).dump();
     EXPECT_EQ(bw[0]["EVENT_NAME"], "wait/lock/innodb/row_lock");
+    EXPECT_EQ(bw[0]["OBJECT_TYPE"], "TABLE");
+    EXPECT_EQ(bw[0]["OBJECT_SCHEMA"], b_schema);
+    EXPECT_EQ(bw[0]["OBJECT_NAME"], b_table);
     EXPECT_EQ(bw[0]["LOCK_STATUS"], "GRANTED");
     EXPECT_EQ(bw[0]["SQL_TEXT"], b_update);
     EXPECT_GE(bw[0]["TIMER_WAIT"].get<uint64_t>(), b_kept);
@@ -274,6 +283,8 @@ TEST_P(ServerLocks, ScriptedIncident) {
     auto fw = waits_of(id[F]);
     ASSERT_EQ(fw.size(), 1u) << json(waits).dump();
     EXPECT_EQ(fw[0]["LOCK_STATUS"], "TIMEOUT");
+    EXPECT_EQ(fw[0]["OBJECT_SCHEMA"], "mt_db");
+    EXPECT_EQ(fw[0]["OBJECT_NAME"], "t");
     EXPECT_EQ(fw[0]["SQL_TEXT"], f_update);
     EXPECT_GE(fw[0]["TIMER_WAIT"].get<uint64_t>(), 900'000'000'000u);  // ~1 s, coarse clock
     EXPECT_EQ(fw[0]["BLOCKERS_KNOWN"], row_blockers);
@@ -317,6 +328,9 @@ TEST_P(ServerLocks, ScriptedIncident) {
             EXPECT_EQ(e["root"], true);
             EXPECT_EQ(e["locked_object"], "TABLE mt_db.t2");
             EXPECT_EQ(e["blocking_query"], c_select);
+        }
+        if (e["blocking_pid"] == id[A]) {
+            EXPECT_EQ(e["locked_object"], "TABLE mt_db.t");
         }
     }
     EXPECT_TRUE(edges.contains({id[C], id[D]}));

@@ -203,14 +203,53 @@ TEST(LockTracker, JoinsWaitsWithStatementsAndBuildsTheTree) {
     EXPECT_EQ(text,
               "blocking tree (who blocked whom during the trace):\n"
               "thread 1: UPDATE t SET b = 1 WHERE a = 1\n"
-              "  -> thread 2 waited 1 time, 3.00 us, for an InnoDB lock: UPDATE t SET b = 2 "
+              "  -> thread 2 waited 1 time, 3.00 us, for an InnoDB row lock: UPDATE t SET b = 2 "
               "WHERE a = 1\n"
               "thread 3: SELECT * FROM t2\n"
               "  -> thread 4 waited 1 time, 3.00 us, for a metadata lock on TABLE mt_db.t2: "
               "ALTER TABLE mt_db.t2 ADD c INT\n"
               "thread 5\n"
-              "  -> thread 6 waited 1 time, 1.00 us, for an InnoDB lock: UPDATE t SET b = 6 "
+              "  -> thread 6 waited 1 time, 1.00 us, for an InnoDB row lock: UPDATE t SET b = 6 "
               "WHERE a = 2\n");
+}
+
+TEST(LockTracker, RowLockWaitsNameTheStatementsOneTable) {
+    LockTracker t(/*mysql8=*/false, {});
+    t.set_row_blockers(true);
+    auto with_db = [](Statement s, std::string db) {
+        s.db = std::move(db);
+        return s;
+    };
+    // One table, unqualified: the statement's schema fills it in.
+    t.on_record(edge_record(10, 2, 1));
+    t.on_record(wait_record(102, 20, 30, 2, MT_LOCK_ROW, {}));
+    t.on_statement(with_db(stmt(102, 2, 5, 40, "UPDATE t SET b = 2 WHERE a = 1"), "shop"));
+    auto w = t.take_waits();
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].object_type, "TABLE");
+    EXPECT_EQ(w[0].schema, "shop");
+    EXPECT_EQ(w[0].name, "t");
+    EXPECT_EQ(mysqltrace::output::lock_wait_text(w[0]),
+              "lock wait: thread 2 waited 0.01 us for an InnoDB row lock on TABLE shop.t: "
+              "GRANTED; blocked by thread 1\n"
+              "  waiting statement: UPDATE t SET b = 2 WHERE a = 1\n");
+    // Two tables (INSERT ... SELECT): which one InnoDB locked is not known.
+    t.on_record(edge_record(50, 3, 1));
+    t.on_record(wait_record(103, 60, 70, 3, MT_LOCK_ROW, {}));
+    t.on_statement(with_db(stmt(103, 3, 45, 80, "INSERT INTO a SELECT * FROM b"), "shop"));
+    w = t.take_waits();
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].object_type, "");
+    EXPECT_EQ(w[0].name, "");
+    // The tree's edge carries the object too.
+    bool seen = false;
+    for (const auto &e : t.tree()) {
+        if (e.waiter == 2) {
+            EXPECT_EQ(e.object, "TABLE shop.t");
+            seen = true;
+        }
+    }
+    EXPECT_TRUE(seen);
 }
 
 TEST(LockTracker, ChainsNestAndCyclesStop) {
@@ -227,8 +266,8 @@ TEST(LockTracker, ChainsNestAndCyclesStop) {
     EXPECT_EQ(text,
               "blocking tree (who blocked whom during the trace):\n"
               "thread 1\n"
-              "  -> thread 2 waited 1 time, 0.01 us, for an InnoDB lock: u2\n"
-              "    -> thread 3 waited 1 time, 0.01 us, for an InnoDB lock: u3\n");
+              "  -> thread 2 waited 1 time, 0.01 us, for an InnoDB row lock: u2\n"
+              "    -> thread 3 waited 1 time, 0.01 us, for an InnoDB row lock: u3\n");
     t.on_record(edge_record(60, 1, 3));
     t.on_record(wait_record(11, 60, 70, 1, MT_LOCK_ROW, {}));
     t.on_statement(stmt(11, 1, 55, 80, "u1", 1213));

@@ -24,7 +24,9 @@ std::string one_line(std::string_view sql, size_t max = 120) {
 
 std::string what_waited(const server::LockWaitReport &r) {
     if (r.wait.kind == server::LockKind::row) {
-        return "an InnoDB lock";
+        return r.object_type.empty()
+                   ? "an InnoDB row lock"
+                   : "an InnoDB row lock on " + r.object_type + " " + r.schema + "." + r.name;
     }
     std::string s = "metadata lock";
     if (!r.lock_type.empty()) {
@@ -157,9 +159,9 @@ void tree_below(const std::vector<server::BlockingEdge> &edges, uint64_t blocker
         out += std::string(2 + 2 * depth, ' ') + "-> thread " + std::to_string(e.waiter) +
                " waited " + std::to_string(e.waits) + (e.waits == 1 ? " time, " : " times, ") +
                human_duration(e.wait_ns) + ", for " +
-               (e.kind == server::LockKind::row
-                    ? std::string("an InnoDB lock")
-                    : "a metadata lock" + (e.object.empty() ? "" : " on " + e.object)) +
+               (e.kind == server::LockKind::row ? std::string("an InnoDB row lock")
+                                                : std::string("a metadata lock")) +
+               (e.object.empty() ? "" : " on " + e.object) +
                (e.waiting_sql.empty() ? "" : ": " + one_line(e.waiting_sql)) + "\n";
         shown.insert(e.waiter);
         if (path.insert(e.waiter).second) {

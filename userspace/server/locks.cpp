@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "mysqltrace/abi/event.h"
+#include "sql/tables.h"
 
 namespace mysqltrace::server {
 
@@ -193,8 +194,9 @@ Blocker LockTracker::blocker(uint64_t id, uint64_t at_ns) const {
     return b;
 }
 
-LockWaitReport LockTracker::report(const LockWait &w, const std::string &waiter_sql,
-                                   uint32_t error) {
+LockWaitReport LockTracker::report(const LockWait &w, const Statement *waiter, uint32_t error) {
+    static const std::string none;
+    const std::string &waiter_sql = waiter ? waiter->text : none;
     LockWaitReport r;
     r.wait = w;
     r.waiter_sql = waiter_sql;
@@ -244,6 +246,14 @@ LockWaitReport LockTracker::report(const LockWait &w, const std::string &waiter_
             v.erase(v.begin(), cut);
         }
         r.blockers_known = row_blockers_;
+        // InnoDB's lock object is not read: the table is the statement's,
+        // when it names only one.
+        sql::TableName table;
+        if (waiter && sql::only_table(waiter->text, waiter->db, !waiter->text_cut, &table)) {
+            r.object_type = "TABLE";
+            r.schema = table.schema;
+            r.name = table.name;
+        }
         // Woken by another connection's thread, and granted: that thread's
         // release (a commit, a rollback) let the waiter in. Woken any other
         // way (a timeout, a deadlock victim, a kill), no blocker is known.
@@ -296,7 +306,7 @@ void LockTracker::on_statement(const Statement &st) {
             mine[i].thread_id = st.thread_id;
         }
         const bool last = i + 1 == mine.size();
-        ready_.push_back(report(mine[i], st.text, last ? st.error : 0));
+        ready_.push_back(report(mine[i], &st, last ? st.error : 0));
     }
     if (st.error == kLockWaitTimeout || st.error == kLockDeadlock) {
         incidents_.push_back({st.error == kLockDeadlock ? "deadlock" : "lock_wait_timeout",
@@ -324,7 +334,7 @@ std::vector<LockWaitReport> LockTracker::take_waits(bool all) {
         std::sort(pending_.begin(), pending_.end(),
                   [](const LockWait &a, const LockWait &b) { return a.end_ns < b.end_ns; });
         for (const auto &w : pending_) {
-            ready_.push_back(report(w, "", 0));
+            ready_.push_back(report(w, nullptr, 0));
         }
         pending_.clear();
     }

@@ -69,9 +69,11 @@ struct Blocker {
 // One wait, ready to print.
 struct LockWaitReport {
     LockWait wait;
-    std::string object_type, schema, name, lock_type, lock_duration;  // MDL ("" unknown)
-    std::string stage;                                                // MDL: the wait's stage name
-    std::string waiter_sql;                                           // the statement that waited
+    // MDL: the lock's key. InnoDB: the one table the waiting statement
+    // names (sql/tables.h), "" when it names several or none.
+    std::string object_type, schema, name, lock_type, lock_duration;
+    std::string stage;       // MDL: the wait's stage name
+    std::string waiter_sql;  // the statement that waited
     // How it ended: GRANTED, TIMEOUT, DEADLOCK, KILLED, or "" (not known).
     std::string outcome;
     // The blockers were searched (MDL) or reported (InnoDB edges): an empty
@@ -122,7 +124,9 @@ class LockTracker {
 
   private:
     // `error`: the waiting statement's error if this wait was its last.
-    LockWaitReport report(const LockWait &w, const std::string &waiter_sql, uint32_t error);
+    // `waiter`: the statement that waited (nullptr: it never ended);
+    // `error`: how it ended, for its last wait.
+    LockWaitReport report(const LockWait &w, const Statement *waiter, uint32_t error);
     Blocker blocker(uint64_t id, uint64_t at_ns) const;
     bool mysql8_;
     std::function<std::string(uint64_t)> stage_name_;

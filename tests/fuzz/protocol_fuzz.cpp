@@ -23,6 +23,7 @@
 #include "protocol/decode.h"
 #include "protocol/packet_stream.h"
 #include "sql/redact.h"
+#include "sql/tables.h"
 #include "protocol/wl6226.h"
 
 using namespace mysqltrace;
@@ -94,6 +95,10 @@ void fuzz_decoders(const uint8_t *data, size_t size) {
     std::string sql(reinterpret_cast<const char *>(data), size);
     std::string red = redact_sql(sql, &changed);
     check(changed || red == sql);
+    // The tables a statement names: each one's name is part of the text.
+    for (const auto &t : mysqltrace::sql::statement_tables(sql)) {
+        check(!t.name.empty() || sql.find("``") != std::string::npos);
+    }
     (void)looks_like_greeting(data, size);
     (void)looks_like_command(data, size, size);
 }

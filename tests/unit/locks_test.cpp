@@ -252,6 +252,55 @@ TEST(LockTracker, RowLockWaitsNameTheStatementsOneTable) {
     EXPECT_TRUE(seen);
 }
 
+TEST(LockTracker, UnknownRowBlockersComeWithTheTransactionsThatLockedTheTable) {
+    LockTracker t(/*mysql8=*/false, {});
+    t.set_row_blockers(false);  // MariaDB: no InnoDB wait-for edges
+    auto in = [](Statement s, std::string db) {
+        s.db = std::move(db);
+        return s;
+    };
+    // 1 updated shop.t in an open transaction; 2 only read it (a snapshot);
+    // 3 updated shop.u; 4 updated shop.t but committed; 5 locked shop.t
+    // with an unqualified SELECT ... FOR UPDATE.
+    t.on_statement(stmt(101, 1, 10, 11, "BEGIN"));
+    t.on_statement(in(stmt(101, 1, 12, 13, "UPDATE shop.t SET v = 1 WHERE id = 1"), "x"));
+    t.on_statement(stmt(102, 2, 14, 15, "START TRANSACTION"));
+    t.on_statement(in(stmt(102, 2, 16, 17, "SELECT * FROM t"), "shop"));
+    t.on_statement(stmt(103, 3, 18, 19, "BEGIN"));
+    t.on_statement(in(stmt(103, 3, 20, 21, "UPDATE u SET v = 1"), "shop"));
+    t.on_statement(stmt(104, 4, 22, 23, "BEGIN"));
+    t.on_statement(in(stmt(104, 4, 24, 25, "DELETE FROM t WHERE id = 9"), "shop"));
+    t.on_statement(stmt(104, 4, 26, 27, "COMMIT"));
+    t.on_statement(stmt(105, 5, 28, 29, "begin"));
+    t.on_statement(in(stmt(105, 5, 30, 31, "select * from t where id = 2 for update"), "shop"));
+    // 6 waits on shop.t from 40 and times out at 1040.
+    t.on_record(wait_record(106, 40, 1040, 6, MT_LOCK_ROW, {}));
+    t.on_statement(in(stmt(106, 6, 35, 1050, "UPDATE t SET v = 6 WHERE id = 1", 1205), "shop"));
+    auto w = t.take_waits();
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].outcome, "TIMEOUT");
+    EXPECT_FALSE(w[0].blockers_known);
+    EXPECT_TRUE(w[0].blockers.empty());
+    ASSERT_EQ(w[0].possible_blockers.size(), 2u);
+    EXPECT_EQ(w[0].possible_blockers[0].thread_id, 1u);
+    EXPECT_EQ(w[0].possible_blockers[0].sql, "UPDATE shop.t SET v = 1 WHERE id = 1");
+    EXPECT_EQ(w[0].possible_blockers[0].trx_start_ns, 10u);
+    EXPECT_EQ(w[0].possible_blockers[1].thread_id, 5u);
+    const std::string text = mysqltrace::output::lock_wait_text(w[0]);
+    EXPECT_NE(text.find("; possibly thread 1 (transaction open 0.03 us when the wait began, which "
+                        "ran: UPDATE shop.t SET v = 1 WHERE id = 1); possibly thread 5 "),
+              std::string::npos)
+        << text;
+    const std::string j = mysqltrace::output::lock_wait_json(w[0]);
+    EXPECT_NE(
+        j.find("\"POSSIBLE_BLOCKERS\":[{\"THREAD_ID\":1,\"SQL_TEXT\":\"UPDATE shop.t SET v = 1 "
+               "WHERE id = 1\",\"TRX_STARTED\":10000,\"TRX_AGE\":30000},{\"THREAD_ID\":5,"),
+        std::string::npos)
+        << j;
+    // Nothing in the tree: possible is not known.
+    EXPECT_TRUE(t.tree().empty());
+}
+
 TEST(LockTracker, ChainsNestAndCyclesStop) {
     LockTracker t(false, {});
     t.set_row_blockers(true);

@@ -70,6 +70,13 @@ std::string lock_wait_text(const server::LockWaitReport &r) {
             s += ": " + one_line(b.sql);
         }
     }
+    for (const auto &b : r.possible_blockers) {
+        s += "; possibly thread " + std::to_string(b.thread_id);
+        if (b.trx_start_ns != 0 && b.trx_start_ns <= r.wait.start_ns) {
+            s += " (transaction open " + human_duration(r.wait.start_ns - b.trx_start_ns) +
+                 " when the wait began, which ran: " + one_line(b.sql) + ")";
+        }
+    }
     s += "\n";
     if (!r.waiter_sql.empty()) {
         s += "  waiting statement: " + one_line(r.waiter_sql, 400) + "\n";
@@ -106,22 +113,26 @@ std::string lock_wait_json(const server::LockWaitReport &r) {
     } else {
         j.value(r.blockers.front().thread_id);
     }
-    j.key("BLOCKERS");
-    j.begin_array();
-    for (const auto &b : r.blockers) {
-        j.begin_object();
-        j.field("THREAD_ID", b.thread_id);
-        j.string_or_null("SQL_TEXT", b.sql);
-        if (b.trx_start_ns != 0 && b.trx_start_ns <= w.start_ns) {
-            j.field("TRX_STARTED", b.trx_start_ns * 1000);
-            j.field("TRX_AGE", (w.start_ns - b.trx_start_ns) * 1000);
-        } else {
-            j.null_field("TRX_STARTED");
-            j.null_field("TRX_AGE");
+    auto blockers = [&](const char *key, const std::vector<server::Blocker> &list) {
+        j.key(key);
+        j.begin_array();
+        for (const auto &b : list) {
+            j.begin_object();
+            j.field("THREAD_ID", b.thread_id);
+            j.string_or_null("SQL_TEXT", b.sql);
+            if (b.trx_start_ns != 0 && b.trx_start_ns <= w.start_ns) {
+                j.field("TRX_STARTED", b.trx_start_ns * 1000);
+                j.field("TRX_AGE", (w.start_ns - b.trx_start_ns) * 1000);
+            } else {
+                j.null_field("TRX_STARTED");
+                j.null_field("TRX_AGE");
+            }
+            j.end_object();
         }
-        j.end_object();
-    }
-    j.end_array();
+        j.end_array();
+    };
+    blockers("BLOCKERS", r.blockers);
+    blockers("POSSIBLE_BLOCKERS", r.possible_blockers);
     j.end_object();
     out += "\n";
     return out;

@@ -75,6 +75,24 @@ std::string outcome_of(uint32_t status) {
     }
 }
 
+// UPDATE, DELETE, INSERT, REPLACE and SELECT ... FOR UPDATE / FOR SHARE /
+// LOCK IN SHARE MODE: the statements that leave InnoDB row locks in their
+// transaction (a plain SELECT reads a snapshot).
+bool takes_row_locks(const std::string &sql) {
+    const std::string head = upper_start(sql, 8);
+    if (head.starts_with("UPDATE") || head.starts_with("DELETE") || head.starts_with("INSERT") ||
+        head.starts_with("REPLACE")) {
+        return true;
+    }
+    if (!head.starts_with("SELECT")) {
+        return false;
+    }
+    const std::string all = upper_start(sql, sql.size());
+    return all.find("FOR UPDATE") != std::string::npos ||
+           all.find("FOR SHARE") != std::string::npos ||
+           all.find("LOCK IN SHARE MODE") != std::string::npos;
+}
+
 }  // namespace
 
 bool decode_lock_wait(std::span<const uint8_t> rec, LockWait *out) {
@@ -268,6 +286,9 @@ LockWaitReport LockTracker::report(const LockWait &w, const Statement *waiter, u
             r.blockers.push_back(blocker(id, w.start_ns));
         }
     }
+    if (w.kind == LockKind::row && r.blockers.empty() && !r.object_type.empty()) {
+        r.possible_blockers = possible_blockers(w, r);
+    }
     const std::string object =
         r.object_type.empty() ? "" : r.object_type + " " + r.schema + "." + r.name;
     for (const auto &b : r.blockers) {
@@ -285,6 +306,43 @@ LockWaitReport LockTracker::report(const LockWait &w, const Statement *waiter, u
         e.last_end_ns = w.end_ns;
     }
     return r;
+}
+
+std::vector<Blocker> LockTracker::possible_blockers(const LockWait &w,
+                                                    const LockWaitReport &r) const {
+    const sql::TableName table{r.schema, r.name};
+    std::vector<Blocker> out;
+    for (const auto &[id, history] : conns_) {
+        // Open now (the waiter's statement is the latest seen to end), and
+        // since before the wait began.
+        if (id == w.thread_id || history.empty()) {
+            continue;
+        }
+        const uint64_t trx = history.back().trx_start_ns;
+        if (trx == 0 || trx > w.start_ns) {
+            continue;
+        }
+        for (const auto &s : history) {
+            if (s.start_ns < trx || s.start_ns > w.start_ns || s.trx_start_ns != trx ||
+                !takes_row_locks(s.sql)) {
+                continue;
+            }
+            bool names = false;
+            for (auto t : sql::statement_tables(s.sql)) {
+                if (t.schema.empty()) {
+                    t.schema = s.db;
+                }
+                names = names || t == table;
+            }
+            if (names) {
+                out.push_back({id, s.sql, trx});
+                break;
+            }
+        }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const Blocker &a, const Blocker &b) { return a.thread_id < b.thread_id; });
+    return out;
 }
 
 void LockTracker::on_statement(const Statement &st) {
@@ -322,11 +380,13 @@ void LockTracker::on_statement(const Statement &st) {
     } else if ((head.starts_with("COMMIT") || head.starts_with("ROLLBACK")) &&
                upper_start(st.text, 64).find(" TO ") == std::string::npos) {
         trx = 0;
+    } else if (st.error == kLockDeadlock) {
+        trx = 0;  // the victim's transaction is rolled back
     }
     if (h.size() == kHistory) {
         h.erase(h.begin());
     }
-    h.push_back({st.start_ns, st.text, trx});
+    h.push_back({st.start_ns, st.text, trx, st.db});
 }
 
 std::vector<LockWaitReport> LockTracker::take_waits(bool all) {

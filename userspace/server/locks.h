@@ -80,6 +80,13 @@ struct LockWaitReport {
     // list is then "none found", else "not known in this build".
     bool blockers_known = false;
     std::vector<Blocker> blockers;
+    // An InnoDB wait with no blocker known but its table: the other
+    // connections whose transaction, open from before the wait to its end,
+    // ran a statement that takes row locks on that table (UPDATE, DELETE,
+    // INSERT, REPLACE, a locking SELECT). One of them held the row, or
+    // none did (a transaction the trace saw no BEGIN of); `sql` is that
+    // statement.
+    std::vector<Blocker> possible_blockers;
 };
 
 // A deadlock or a lock wait timeout, from the statement that failed with it.
@@ -128,6 +135,7 @@ class LockTracker {
     // `error`: how it ended, for its last wait.
     LockWaitReport report(const LockWait &w, const Statement *waiter, uint32_t error);
     Blocker blocker(uint64_t id, uint64_t at_ns) const;
+    std::vector<Blocker> possible_blockers(const LockWait &w, const LockWaitReport &r) const;
     bool mysql8_;
     std::function<std::string(uint64_t)> stage_name_;
     std::vector<LockWait> pending_;  // waiting for their statement's end
@@ -138,6 +146,7 @@ class LockTracker {
         uint64_t start_ns = 0;
         std::string sql;
         uint64_t trx_start_ns = 0;  // its transaction's start after it (0: none known)
+        std::string db;             // its CURRENT_SCHEMA
     };
     std::unordered_map<uint64_t, std::vector<Seen>> conns_;
     bool row_blockers_ = false;

@@ -2,7 +2,8 @@
 // `mysqltrace server --transactions` on both flavours, started with
 // performance_schema ON (every instrument and consumer): a scripted workload
 // (BEGIN..COMMIT with 3 statements, BEGIN..ROLLBACK, autocommit statements,
-// SET TRANSACTION ISOLATION LEVEL SERIALIZABLE + START TRANSACTION READ ONLY)
+// SET TRANSACTION ISOLATION LEVEL SERIALIZABLE + START TRANSACTION READ ONLY,
+// an XA transaction committed after XA PREPARE and one rolled back)
 // gives the exact sequence of transaction events, the statements inside
 // name them, and the events equal events_transactions_history_long's rows.
 #include <string>
@@ -38,11 +39,24 @@ const std::vector<std::string> kWorkload = {
     "START TRANSACTION READ ONLY",
     "select count(*) from mt_db.t",
     "COMMIT",
+    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+    "XA START 'g1','b1',7",
+    "insert into mt_db.t values (30)",
+    "XA END 'g1','b1',7",
+    "XA PREPARE 'g1','b1',7",
+    "XA COMMIT 'g1','b1',7",
+    "XA BEGIN 'g2'",
+    "insert into mt_db.t values (31)",
+    "XA END 'g2'",
+    "XA ROLLBACK 'g2'",
 };
 
 struct WantTxn {
     std::string state, autocommit, access, isolation;
     uint64_t statements;
+    // XA: XA_STATE, XID_GTRID, XID_BQUAL, XID_FORMAT_ID ("": none)
+    std::string xa_state = "", gtrid = "", bqual = "";
+    int64_t format_id = 0;
 };
 
 const std::vector<WantTxn> kWant = {
@@ -51,6 +65,8 @@ const std::vector<WantTxn> kWant = {
     {"COMMITTED", "YES", "READ WRITE", "REPEATABLE READ", 1},
     {"COMMITTED", "YES", "READ WRITE", "REPEATABLE READ", 1},
     {"COMMITTED", "NO", "READ ONLY", "SERIALIZABLE", 1},
+    {"COMMITTED", "NO", "READ WRITE", "REPEATABLE READ", 3, "COMMITTED", "g1", "b1", 7},
+    {"ROLLED BACK", "NO", "READ WRITE", "REPEATABLE READ", 2, "ROLLBACK ONLY", "g2", "", 1},
 };
 
 class ServerTxn : public ServerTraceTest {
@@ -85,7 +101,9 @@ TEST_P(ServerTxn, SequenceNestingAndPerformanceSchema) {
         EXPECT_EQ(run_query(m, sql), 0u) << sql << ": " << mysql_error(m);
     }
     auto oracle = server_->query(
-        "SELECT STATE, AUTOCOMMIT, ACCESS_MODE, ISOLATION_LEVEL, TIMER_WAIT FROM "
+        "SELECT STATE, AUTOCOMMIT, ACCESS_MODE, ISOLATION_LEVEL, TIMER_WAIT, "
+        "IFNULL(XA_STATE, ''), IFNULL(XID_GTRID, ''), IFNULL(XID_BQUAL, ''), "
+        "IFNULL(XID_FORMAT_ID, '') FROM "
         "performance_schema.events_transactions_history_long WHERE THREAD_ID = " +
         pfs_id + " ORDER BY EVENT_ID");
     ASSERT_TRUE(oracle.ok()) << oracle.error().message;
@@ -104,16 +122,41 @@ TEST_P(ServerTxn, SequenceNestingAndPerformanceSchema) {
         EXPECT_EQ(txns[i]["ACCESS_MODE"], kWant[i].access);
         EXPECT_EQ(txns[i]["ISOLATION_LEVEL"], kWant[i].isolation);
         EXPECT_EQ(txns[i]["statements"], kWant[i].statements);
+        if (kWant[i].xa_state.empty()) {
+            EXPECT_TRUE(txns[i]["XA_STATE"].is_null());
+            EXPECT_TRUE(txns[i]["XID_GTRID"].is_null());
+        } else {
+            EXPECT_EQ(txns[i]["XA_STATE"], kWant[i].xa_state);
+            EXPECT_EQ(txns[i]["XID_GTRID"], kWant[i].gtrid);
+            EXPECT_EQ(txns[i]["XID_BQUAL"], kWant[i].bqual);
+            EXPECT_EQ(txns[i]["XID_FORMAT_ID"], kWant[i].format_id);
+        }
     }
     // performance_schema's own rows, one for one.
-    ASSERT_EQ(oracle->size(), txns.size());
-    for (size_t i = 0; i < txns.size(); i++) {
+    // MySQL detaches an XA transaction from its session at XA PREPARE: its
+    // performance_schema keeps no row of g1 in the session's history.
+    std::vector<json> comparable;
+    for (const auto &t : txns) {
+        if (!(flavour() == ServerFlavour::mysql && t["XID_GTRID"] == "g1")) {
+            comparable.push_back(t);
+        }
+    }
+    ASSERT_EQ(oracle->size(), comparable.size());
+    for (size_t i = 0; i < comparable.size(); i++) {
         const auto &o = (*oracle)[i];
+        const json &t = comparable[i];
         SCOPED_TRACE("performance_schema row " + std::to_string(i));
-        EXPECT_EQ(txns[i]["STATE"], o[0]);
-        EXPECT_EQ(txns[i]["AUTOCOMMIT"], o[1]);
-        EXPECT_EQ(txns[i]["ACCESS_MODE"], o[2]);
-        EXPECT_EQ(txns[i]["ISOLATION_LEVEL"], o[3]);
+        EXPECT_EQ(t["STATE"], o[0]);
+        EXPECT_EQ(t["AUTOCOMMIT"], o[1]);
+        EXPECT_EQ(t["ACCESS_MODE"], o[2]);
+        EXPECT_EQ(t["ISOLATION_LEVEL"], o[3]);
+        auto text = [](const json &v) {
+            return v.is_null() ? "" : v.is_string() ? v.get<std::string>() : v.dump();
+        };
+        EXPECT_EQ(text(t["XA_STATE"]), o[5]);
+        EXPECT_EQ(text(t["XID_GTRID"]), o[6]);
+        EXPECT_EQ(text(t["XID_BQUAL"]), o[7]);
+        EXPECT_EQ(text(t["XID_FORMAT_ID"]), o[8]);
     }
     // The statements inside name their transaction; BEGIN and the
     // autocommit ones do not.
@@ -126,11 +169,21 @@ TEST_P(ServerTxn, SequenceNestingAndPerformanceSchema) {
         }
     }
     auto at = [&](size_t i) { return " @" + std::to_string(txns[i]["EVENT_ID"].get<uint64_t>()); };
-    const std::vector<std::string> want_nested = {
-        "insert into mt_db.t values (1)" + at(0),       "insert into mt_db.t values (2)" + at(0),
-        "update mt_db.t set a = 3 where a = 2" + at(0), "COMMIT" + at(0),
-        "insert into mt_db.t values (10)" + at(1),      "ROLLBACK" + at(1),
-        "select count(*) from mt_db.t" + at(4),         "COMMIT" + at(4)};
+    const std::vector<std::string> want_nested = {"insert into mt_db.t values (1)" + at(0),
+                                                  "insert into mt_db.t values (2)" + at(0),
+                                                  "update mt_db.t set a = 3 where a = 2" + at(0),
+                                                  "COMMIT" + at(0),
+                                                  "insert into mt_db.t values (10)" + at(1),
+                                                  "ROLLBACK" + at(1),
+                                                  "select count(*) from mt_db.t" + at(4),
+                                                  "COMMIT" + at(4),
+                                                  "insert into mt_db.t values (30)" + at(5),
+                                                  "XA END 'g1','b1',7" + at(5),
+                                                  "XA PREPARE 'g1','b1',7" + at(5),
+                                                  "XA COMMIT 'g1','b1',7" + at(5),
+                                                  "insert into mt_db.t values (31)" + at(6),
+                                                  "XA END 'g2'" + at(6),
+                                                  "XA ROLLBACK 'g2'" + at(6)};
     EXPECT_EQ(nested, want_nested);
     // A transaction is numbered when it begins (an autocommit one as its
     // statement commits), from the connection's EVENT_ID sequence; it

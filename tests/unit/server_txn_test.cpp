@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "mysqltrace/abi/event.h"
@@ -36,10 +37,12 @@ std::vector<uint8_t> record(uint32_t op, uint64_t ts, uint64_t bits, uint64_t st
     return r;
 }
 
-Statement statement(uint64_t start_ns) {
+Statement statement(uint64_t start_ns, std::string text = "", uint64_t end_ns = 0) {
     Statement s;
     s.thread_id = 7;
     s.start_ns = start_ns;
+    s.end_ns = end_ns ? end_ns : start_ns + 10;
+    s.text = std::move(text);
     return s;
 }
 
@@ -55,18 +58,21 @@ class TransactionsTest : public ::testing::Test {
     void feed(const std::vector<uint8_t> &r) {
         ASSERT_TRUE(txns_.decode(r, [this](const Transaction &t) { ended_.push_back(t); }));
     }
+    uint64_t nest(const Statement &st) {
+        return txns_.nest(st, [this](const Transaction &t) { ended_.push_back(t); });
+    }
     uint64_t next_id_ = 1;
     Transactions txns_;
     std::vector<Transaction> ended_;
 };
 
 TEST_F(TransactionsTest, ExplicitTransactionCountsAndNestsItsStatements) {
-    EXPECT_EQ(txns_.nest(statement(1000)), 0u);  // nothing open
+    EXPECT_EQ(nest(statement(1000)), 0u);  // nothing open
     feed(record(MT_TXN_BEGIN, 2000, 0));
-    EXPECT_EQ(txns_.nest(statement(1500)), 0u);  // BEGIN began before its transaction
-    feed(record(MT_TXN_COMMIT, 3500, kBegin));   // a statement's commit: not the end
-    EXPECT_EQ(txns_.nest(statement(3000)), 1u);
-    EXPECT_EQ(txns_.nest(statement(4000)), 1u);
+    EXPECT_EQ(nest(statement(1500)), 0u);       // BEGIN began before its transaction
+    feed(record(MT_TXN_COMMIT, 3500, kBegin));  // a statement's commit: not the end
+    EXPECT_EQ(nest(statement(3000)), 1u);
+    EXPECT_EQ(nest(statement(4000)), 1u);
     feed(record(MT_TXN_END_COMMIT, 6000, kBegin, 0, 3, 1));
     ASSERT_EQ(ended_.size(), 1u);
     const Transaction &t = ended_[0];
@@ -79,8 +85,8 @@ TEST_F(TransactionsTest, ExplicitTransactionCountsAndNestsItsStatements) {
     EXPECT_EQ(t.end_ns, 6000u);
     EXPECT_EQ(t.statements, 2u);
     // COMMIT began inside the transaction it ended; the next statement not.
-    EXPECT_EQ(txns_.nest(statement(5500)), 1u);
-    EXPECT_EQ(txns_.nest(statement(7000)), 0u);
+    EXPECT_EQ(nest(statement(5500)), 1u);
+    EXPECT_EQ(nest(statement(7000)), 0u);
 }
 
 TEST_F(TransactionsTest, AutocommitStatementIsOneTransaction) {
@@ -92,7 +98,7 @@ TEST_F(TransactionsTest, AutocommitStatementIsOneTransaction) {
     EXPECT_TRUE(ended_[0].autocommit);
     EXPECT_EQ(ended_[0].start_ns, 5000u);
     EXPECT_EQ(ended_[0].statements, 1u);
-    EXPECT_EQ(txns_.nest(statement(5000)), 0u);
+    EXPECT_EQ(nest(statement(5000)), 0u);
     // COMMIT with nothing open is no transaction.
     feed(record(MT_TXN_END_COMMIT, 9500, 0));
     EXPECT_EQ(ended_.size(), 1u);
@@ -115,6 +121,57 @@ TEST_F(TransactionsTest, BeginCommitsTheOpenTransaction) {
     ASSERT_EQ(ended_.size(), 1u);
     EXPECT_TRUE(ended_[0].committed);
     EXPECT_EQ(ended_[0].end_ns, 2000u);
+}
+
+TEST_F(TransactionsTest, XaStatementsCarryTheXidAndEndTheTransaction) {
+    // XA START calls trans_begin; XA COMMIT and XA ROLLBACK end it with no
+    // trans_commit/trans_rollback of their own.
+    feed(record(MT_TXN_BEGIN, 1005, 0, 0, 1));
+    EXPECT_EQ(nest(statement(1000, "XA START 'g1','b1',7", 1010)), 0u);
+    EXPECT_EQ(nest(statement(2000, "INSERT INTO t VALUES (1)")), 1u);
+    EXPECT_EQ(nest(statement(3000, "xa end 'g1','b1',7")), 1u);
+    EXPECT_EQ(nest(statement(4000, "XA PREPARE 'g1','b1',7")), 1u);
+    EXPECT_TRUE(ended_.empty());
+    EXPECT_EQ(nest(statement(5000, "XA ROLLBACK 'g1','b1',7", 5100)), 1u);
+    ASSERT_EQ(ended_.size(), 1u);
+    EXPECT_FALSE(ended_[0].committed);
+    EXPECT_EQ(ended_[0].xa_state, "ROLLBACK ONLY");
+    EXPECT_EQ(ended_[0].xid_gtrid, "g1");
+    EXPECT_EQ(ended_[0].xid_bqual, "b1");
+    EXPECT_EQ(ended_[0].xid_format_id, 7);
+    EXPECT_EQ(ended_[0].end_ns, 5100u);
+    EXPECT_EQ(ended_[0].start_ns, 1005u);
+    EXPECT_EQ(ended_[0].isolation, 1u);
+    EXPECT_EQ(ended_[0].statements, 3u);
+    // The next XA START's trans_begin finds nothing open: no second end.
+    feed(record(MT_TXN_BEGIN, 6005, 0));
+    EXPECT_EQ(ended_.size(), 1u);
+    EXPECT_EQ(nest(statement(6000, "XA BEGIN 'g2'", 6010)), 0u);
+    EXPECT_EQ(nest(statement(6100, "XA END 'g2'")), 2u);
+    EXPECT_EQ(nest(statement(6200, "XA COMMIT 'g2' ONE PHASE", 6300)), 2u);
+    ASSERT_EQ(ended_.size(), 2u);
+    EXPECT_TRUE(ended_[1].committed);
+    EXPECT_EQ(ended_[1].xa_state, "COMMITTED");
+    EXPECT_EQ(ended_[1].xid_gtrid, "g2");
+    EXPECT_EQ(ended_[1].xid_bqual, "");
+    EXPECT_EQ(ended_[1].xid_format_id, 1);
+}
+
+TEST(ParseXa, VerbsAndXids) {
+    mysqltrace::server::XaStatement x;
+    ASSERT_TRUE(mysqltrace::server::parse_xa("  xa start X'0a0b', 'q''s', 0x10 JOIN", &x));
+    EXPECT_EQ(x.verb, "START");
+    EXPECT_EQ(x.gtrid, "X'0a0b'");
+    EXPECT_EQ(x.bqual, "q's");
+    EXPECT_EQ(x.format_id, 16);
+    ASSERT_TRUE(mysqltrace::server::parse_xa("XA RECOVER", &x));
+    EXPECT_EQ(x.verb, "RECOVER");
+    EXPECT_FALSE(x.has_xid);
+    EXPECT_FALSE(mysqltrace::server::parse_xa("XA", &x));
+    EXPECT_FALSE(mysqltrace::server::parse_xa("XAB START 'x'", &x));
+    EXPECT_FALSE(mysqltrace::server::parse_xa("SELECT 1", &x));
+    ASSERT_TRUE(mysqltrace::server::parse_xa("XA END 'unterminated", &x));
+    EXPECT_FALSE(x.has_xid);
 }
 
 TEST_F(TransactionsTest, OtherRecordsAreRefused) {

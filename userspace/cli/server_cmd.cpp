@@ -269,6 +269,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     // transaction ends (before the statement that ended it).
     std::unique_ptr<server::Transactions> txns;
     std::string txn_line;
+    std::function<void(const server::Transaction &)> write_txn;
     if (a.transactions && !slowlog && !pfs_sql) {
         if (target->layout.option_bits < 0 || target->layout.multi_statement_mask == 0) {
             std::cerr << "mysqltrace: --transactions: cannot learn THD::variables.option_bits "
@@ -279,19 +280,20 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         txns = std::make_unique<server::Transactions>(
             target->layout, server::start_clock_shift_us(target->layout),
             [&render](uint64_t id) { return render.take_event_id(id); });
+        write_txn = [&](const server::Transaction &t) {
+            if ((a.thread_id && t.thread_id != a.thread_id) || other_user(t.thread_id)) {
+                return;
+            }
+            txn_line.clear();
+            if (format == output::ServerFormat::json) {
+                output::transaction_json(txn_line, static_cast<uint32_t>(a.pid), t);
+            } else {
+                output::transaction_text(txn_line, conn_clock, t);
+            }
+            o.write(txn_line);
+        };
         opts.on_transaction_record = [&](std::span<const uint8_t> rec) {
-            return txns->decode(rec, [&](const server::Transaction &t) {
-                if ((a.thread_id && t.thread_id != a.thread_id) || other_user(t.thread_id)) {
-                    return;
-                }
-                txn_line.clear();
-                if (format == output::ServerFormat::json) {
-                    output::transaction_json(txn_line, static_cast<uint32_t>(a.pid), t);
-                } else {
-                    output::transaction_text(txn_line, conn_clock, t);
-                }
-                o.write(txn_line);
-            });
+            return txns->decode(rec, write_txn);
         };
     }
     auto on_statement = [&](const server::Statement &st) {
@@ -313,7 +315,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
             // The statement inside a transaction names it (a copy: the
             // tracer's record is read-only here, and this mode is opt-in).
             server::Statement nested = st;
-            nested.transaction_event_id = txns->nest(st);
+            nested.transaction_event_id = txns->nest(st, write_txn);
             o.write(render.statement(nested, mine));
         } else {
             o.write(render.statement(st, mine));

@@ -44,6 +44,16 @@ void transaction_text(std::string &out, const Clock &clock, const server::Transa
     out += t.isolation_name();
     out += " statements=";
     append_uint(out, t.statements);
+    if (!t.xa_state.empty()) {
+        out += " xa=";
+        out += t.xa_state;
+        out += " xid='";
+        out += t.xid_gtrid;
+        out += "','";
+        out += t.xid_bqual;
+        out += "',";
+        out += std::to_string(t.xid_format_id);
+    }
     out += '\n';
 }
 
@@ -60,10 +70,17 @@ void transaction_json(std::string &out, uint32_t pid, const server::Transaction 
     j.field("STATE", state_of(t));
     j.null_field("TRX_ID");
     j.null_field("GTID");
-    j.null_field("XID_FORMAT_ID");
-    j.null_field("XID_GTRID");
-    j.null_field("XID_BQUAL");
-    j.null_field("XA_STATE");
+    if (t.xa_state.empty()) {
+        j.null_field("XID_FORMAT_ID");
+        j.null_field("XID_GTRID");
+        j.null_field("XID_BQUAL");
+        j.null_field("XA_STATE");
+    } else {
+        j.field("XID_FORMAT_ID", t.xid_format_id);
+        j.field("XID_GTRID", t.xid_gtrid);
+        j.field("XID_BQUAL", t.xid_bqual);
+        j.field("XA_STATE", t.xa_state);
+    }
     j.null_field("SOURCE");
     j.field("TIMER_START", t.start_ns * 1000);
     j.field("TIMER_END", t.end_ns * 1000);

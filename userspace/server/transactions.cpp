@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "server/transactions.h"
 
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <tuple>
@@ -93,6 +95,8 @@ bool Transactions::decode(std::span<const uint8_t> record,
         o.t.tid = ev.hdr.tid;
         o.t.start_ns = ev.hdr.ts_ns;
         o.t.autocommit = false;
+        o.t.isolation = ev.isolation;
+        o.t.read_only = ev.read_only != 0;
         o.t.event_id = take_id_(ev.thread_id);
         o.open = true;
         return true;
@@ -140,9 +144,37 @@ bool Transactions::decode(std::span<const uint8_t> record,
     return true;
 }
 
-uint64_t Transactions::nest(const Statement &st) {
+uint64_t Transactions::nest(const Statement &st,
+                            const std::function<void(const Transaction &)> &ended) {
+    XaStatement xa;
+    const bool is_xa = parse_xa(st.text, &xa);
     if (auto it = open_.find(st.thread_id); it != open_.end() && it->second.open) {
         Transaction &t = it->second.t;
+        if (is_xa && xa.verb == "START" && !st.failed() && t.start_ns >= st.start_ns) {
+            // The transaction XA START began (its trans_begin call).
+            t.xa_state = "ACTIVE";
+            t.xid_gtrid = xa.gtrid;
+            t.xid_bqual = xa.bqual;
+            t.xid_format_id = xa.format_id;
+            return 0;
+        }
+        if (is_xa && !t.xa_state.empty() && !st.failed() && st.start_ns >= t.start_ns) {
+            if (xa.verb == "END") {
+                t.xa_state = "IDLE";
+            } else if (xa.verb == "PREPARE") {
+                t.xa_state = "PREPARED";
+            } else if (xa.verb == "COMMIT" || xa.verb == "ROLLBACK") {
+                t.committed = xa.verb == "COMMIT";
+                // Both servers' performance_schema say ROLLBACK ONLY.
+                t.xa_state = t.committed ? "COMMITTED" : "ROLLBACK ONLY";
+                t.end_ns = st.end_ns;
+                ended_++;
+                last_[st.thread_id] = Last{t.event_id, t.start_ns, t.end_ns};
+                it->second.open = false;
+                ended(t);
+                return t.event_id;
+            }
+        }
         if (st.start_ns >= t.start_ns) {
             t.statements++;
             return t.event_id;
@@ -157,6 +189,110 @@ uint64_t Transactions::nest(const Statement &st) {
         }
     }
     return 0;
+}
+
+namespace {
+
+// One XID part at `i`: 'string', "string", X'hex' / 0xhex (kept as written)
+// or a number; false when there is none.
+bool xid_part(std::string_view s, size_t &i, std::string *out) {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) {
+        i++;
+    }
+    if (i >= s.size()) {
+        return false;
+    }
+    const char c = s[i];
+    if (c == '\'' || c == '"') {
+        out->clear();
+        for (i++; i < s.size(); i++) {
+            if (s[i] == '\\' && i + 1 < s.size()) {
+                out->push_back(s[++i]);
+            } else if (s[i] == c && i + 1 < s.size() && s[i + 1] == c) {
+                out->push_back(c);
+                i++;
+            } else if (s[i] == c) {
+                i++;
+                return true;
+            } else {
+                out->push_back(s[i]);
+            }
+        }
+        return false;  // unterminated
+    }
+    size_t j = i;
+    if ((c == 'X' || c == 'x') && j + 1 < s.size() && s[j + 1] == '\'') {
+        const size_t end = s.find('\'', j + 2);
+        if (end == std::string_view::npos) {
+            return false;
+        }
+        j = end + 1;
+    } else {
+        while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '-')) {
+            j++;
+        }
+    }
+    if (j == i) {
+        return false;
+    }
+    out->assign(s.substr(i, j - i));
+    i = j;
+    return true;
+}
+
+bool skip_comma(std::string_view s, size_t &i) {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) {
+        i++;
+    }
+    if (i < s.size() && s[i] == ',') {
+        i++;
+        return true;
+    }
+    return false;
+}
+
+std::string upper_word(std::string_view s, size_t &i) {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) {
+        i++;
+    }
+    std::string w;
+    while (i < s.size() && std::isalpha(static_cast<unsigned char>(s[i]))) {
+        w += static_cast<char>(std::toupper(static_cast<unsigned char>(s[i])));
+        i++;
+    }
+    return w;
+}
+
+}  // namespace
+
+bool parse_xa(std::string_view sql, XaStatement *out) {
+    size_t i = 0;
+    if (upper_word(sql, i) != "XA") {
+        return false;
+    }
+    XaStatement x;
+    x.verb = upper_word(sql, i);
+    if (x.verb == "BEGIN") {
+        x.verb = "START";
+    }
+    if (x.verb != "START" && x.verb != "END" && x.verb != "PREPARE" && x.verb != "COMMIT" &&
+        x.verb != "ROLLBACK" && x.verb != "RECOVER") {
+        return false;
+    }
+    if (x.verb != "RECOVER" && xid_part(sql, i, &x.gtrid)) {
+        x.has_xid = true;
+        std::string part;
+        if (skip_comma(sql, i) && xid_part(sql, i, &x.bqual) && skip_comma(sql, i) &&
+            xid_part(sql, i, &part)) {
+            char *end = nullptr;
+            const long long v = std::strtoll(part.c_str(), &end, 0);
+            if (end != nullptr && *end == '\0') {
+                x.format_id = v;
+            }
+        }
+    }
+    *out = std::move(x);
+    return true;
 }
 
 Result<void> attach_transaction_probes(::server *skel, const ServerTarget &target,

@@ -12,6 +12,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "bpf/handles.h"
@@ -35,6 +36,11 @@ struct Transaction {
     bool read_only = false;
     uint32_t isolation = 0;   // enum_tx_isolation
     uint64_t statements = 0;  // statements that ran inside it (not BEGIN, COMMIT or ROLLBACK)
+    // An XA transaction (XA START): its XID and XA_STATE (ACTIVE, IDLE,
+    // PREPARED, COMMITTED, ROLLBACK ONLY), from its XA statements; xa_state
+    // "" for any other transaction.
+    std::string xa_state, xid_gtrid, xid_bqual;
+    int64_t xid_format_id = 1;
     // performance_schema's ISOLATION_LEVEL: "READ UNCOMMITTED" .. "SERIALIZABLE".
     const char *isolation_name() const;
 };
@@ -52,7 +58,10 @@ class Transactions {
                 const std::function<void(const Transaction &)> &ended);
     // A statement as it ends: the EVENT_ID of the transaction it ran in
     // (0: none), counted as one of its statements when that is still open.
-    uint64_t nest(const Statement &st);
+    // XA statements move their transaction's XA_STATE; XA COMMIT and XA
+    // ROLLBACK end it (no trans_commit/trans_rollback call does): `ended`
+    // is called for it then.
+    uint64_t nest(const Statement &st, const std::function<void(const Transaction &)> &ended);
     void set_start_shift_us(int64_t v) { start_shift_us_ = v; }
     uint64_t ended() const { return ended_; }
 
@@ -71,6 +80,17 @@ class Transactions {
     std::unordered_map<uint64_t, Last> last_;  // the last explicit one that ended
     uint64_t ended_ = 0;
 };
+
+// An XA statement's verb and XID: "XA START 'gtrid' [, 'bqual' [, formatID]]"
+// (BEGIN for START, X'..' and 0x.. strings, the words JOIN, RESUME, ONE
+// PHASE, ... after it ignored). False when `sql` is no XA statement;
+// *verb is START, END, PREPARE, COMMIT, ROLLBACK or RECOVER.
+struct XaStatement {
+    std::string verb, gtrid, bqual;
+    int64_t format_id = 1;
+    bool has_xid = false;
+};
+bool parse_xa(std::string_view sql, XaStatement *out);
 
 // THD::start_utime's clock minus CLOCK_MONOTONIC now, in microseconds (0
 // when the build's start_utime is monotonic).

@@ -19,8 +19,9 @@ ClassSnapshot class_of(const output::StatementClass &c) {
     s.errors = c.errors;
     s.time_ns = c.time_ns;
     s.max_ns = c.max_ns;
-    s.p50_ns = c.latency.count() ? c.latency.quantile(0.5) : 0;
-    s.p99_ns = c.latency.count() ? c.latency.quantile(0.99) : 0;
+    // A histogram bucket's middle, never above the slowest statement.
+    s.p50_ns = std::min(c.latency.quantile(0.5), c.max_ns);
+    s.p99_ns = std::min(c.latency.quantile(0.99), c.max_ns);
     s.rows_sent = c.rows_sent;
     s.rows_examined = c.rows_examined;
     s.rows_affected = c.rows_affected;

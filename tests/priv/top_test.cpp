@@ -379,13 +379,22 @@ TEST_F(TopTest, EveryServerThroughTheAgent) {
     EXPECT_EQ(shown.fields.at("cheap")[0], maria_name);
     EXPECT_EQ(shown.fields.at("mysqlslow")[0], mysql_name);
     EXPECT_NE(screen.find("SERVER"), std::string::npos) << screen;
-    tmux.key("q");
+    // Ctrl-C ends it as q does: exit 0, the shell's screen back.
+    tmux.key("C-c");
     EXPECT_TRUE(
         tmux.wait([](const std::string &s) { return s.find("\nTOP-EXIT=") != std::string::npos; },
                   10, &screen))
         << screen;
     EXPECT_NE(screen.find("TOP-EXIT=0\nshell$"), std::string::npos) << screen;
 
+    EXPECT_EQ(screen.find("mysqltrace top - "), std::string::npos) << screen;
+
+    // Not a terminal: said, unless --batch.
+    auto no_tty = run_command({MYSQLTRACE_BINARY, "top", "--control-socket", control});
+    EXPECT_EQ(no_tty.exit_code, 2);
+    EXPECT_EQ(no_tty.err,
+              "mysqltrace: top needs a terminal on stdin and stdout; --batch (-b) "
+              "prints the table as text every interval instead\n");
     // --batch: the same table as text.
     auto batch = run_command({MYSQLTRACE_BINARY, "top", "-b", "--control-socket", control,
                               "--interval", "0.3", "-d", "1", "--sort", "calls"});

@@ -157,7 +157,7 @@ TEST(TopModel, RatesFromTwoSnapshots) {
     const Row &c = rows[1];
     EXPECT_EQ(c.cls->digest, "C");
     EXPECT_DOUBLE_EQ(c.errors_s, 1.0);
-    EXPECT_DOUBLE_EQ(c.examined_per_sent, 50.0);  // none sent: examined
+    EXPECT_DOUBLE_EQ(c.examined_per_sent, 25.0);  // none sent: per call
     // D ran before the interval: no rate, its mean over every call.
     const Row &d = rows[3];
     EXPECT_EQ(d.cls->digest, "D");

@@ -137,8 +137,10 @@ std::vector<Row> Model::all_rows() const {
             } else if (c.calls > 0) {
                 r.mean_ns = c.time_ns / c.calls;
             }
-            r.examined_per_sent = static_cast<double>(c.rows_examined) /
-                                  static_cast<double>(std::max<uint64_t>(c.rows_sent, 1));
+            // A class that sends no rows (a write): rows examined per call.
+            r.examined_per_sent =
+                static_cast<double>(c.rows_examined) /
+                static_cast<double>(std::max<uint64_t>(c.rows_sent ? c.rows_sent : c.calls, 1));
             interval_time += r.d_time_ns;
             rows.push_back(std::move(r));
         }

@@ -42,7 +42,8 @@ struct Row {
     double time_share = 0;  // of every class's time in the interval, 0..1
     // Over the interval when it had calls, else over every call.
     uint64_t mean_ns = 0;
-    // Rows examined per row sent, over every call (examined when none sent).
+    // Rows examined per row sent, over every call; per call for a class
+    // that sends no rows (a write).
     double examined_per_sent = 0;
 };
 

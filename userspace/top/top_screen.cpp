@@ -26,7 +26,7 @@ constexpr const char *kHelp[] = {
     "  m   sort by mean latency",
     "  p   sort by p99 latency (since the start)",
     "  e   sort by errors",
-    "  r   sort by rows examined per row sent",
+    "  r   sort by rows examined per row sent (per call when none is sent)",
     "  d   show one schema (db) only; an empty answer shows every one",
     "  u   show one user only; an empty answer shows every one",
     "  /   show the classes whose digest text contains a text",

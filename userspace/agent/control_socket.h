@@ -41,7 +41,8 @@ class ControlSocket {
     // Readable when a client is to be accepted, read or written to.
     int fd() const { return ep_.get(); }
     // Does what is ready without blocking; `snapshot` makes the answer to a
-    // snapshot request. Clients older than 5 s are dropped.
+    // snapshot request. A client still connected after 5 s is dropped at
+    // the next call; past 16 clients the oldest is.
     void serve(const std::function<std::string()> &snapshot);
 
   private:

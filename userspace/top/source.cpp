@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "top/source.h"
 
+#include <signal.h>
+
+#include <cerrno>
 #include <fstream>
 
 #include "agent/control_socket.h"
@@ -34,6 +37,10 @@ class LocalSource : public Source {
                          std::vector<std::string> notes)
         : server_(std::move(server)), notes_(std::move(notes)) {}
     Result<Snapshot> snapshot() override {
+        const pid_t pid = server_->labels().process.id.pid;
+        if (::kill(pid, 0) != 0 && errno == ESRCH) {
+            return Error{ESRCH, "server pid " + std::to_string(pid) + " exited"};
+        }
         if (auto polled = poll(); !polled) {
             return polled.error();
         }

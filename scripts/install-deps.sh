@@ -9,6 +9,8 @@ packages=(
   build-essential cmake pkg-config make git
   clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
   libcli11-dev nlohmann-json3-dev libcapstone-dev systemtap-sdt-dev
+  # mysqltrace top's screen; its test drives it in tmux
+  libncurses-dev tmux
   # tests
   googletest libgtest-dev libgmock-dev clang-format
   mariadb-server mariadb-client libmariadb-dev libssl-dev libgnutls28-dev

@@ -211,7 +211,8 @@ unsigned long workload(MariadbServer &server, const std::string &tag) {
 
 TEST_F(AgentTest, ServersAttachedTracedDetachedAndReattached) {
     BackgroundCommand agent({MYSQLTRACE_BINARY, "agent", "--output-dir", out_, "--socket-prefix",
-                             base_ + "/", "--format", "json,slowlog", "--rescan-ms", "500"});
+                             base_ + "/", "--format", "json,slowlog", "--rescan-ms", "500",
+                             "--control-socket", base_ + "/agent.sock"});
     ASSERT_TRUE(agent.wait_for_stderr("agent watching")) << agent.stderr_so_far();
     // A program named mysqld that listens like a server but is none (a
     // copy of python): reported once, with why, and left alone.

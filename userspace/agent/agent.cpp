@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent/control_socket.h"
 #include "bpf/handles.h"
 #include "doctor/trace_plan.h"
 #include "server/hooks.h"
@@ -42,8 +43,8 @@ std::optional<uint64_t> start_ticks_now(pid_t pid) {
 }
 
 // Epoll tags: the signal fd, the rescan timer, then two per attached server
-// (its rings, its pidfd) from its serial number.
-constexpr uint64_t kSignalTag = 0, kTimerTag = 1, kServerBase = 2;
+// (its rings, its pidfd) from its serial number; the control socket's last.
+constexpr uint64_t kSignalTag = 0, kTimerTag = 1, kServerBase = 2, kControlTag = UINT64_MAX;
 
 class Agent {
   public:
@@ -65,10 +66,12 @@ class Agent {
     void refuse(const ProcessLabels &labels, const std::string &why);
     void detach(uint64_t serial, const char *why);
     void drain_all();
+    std::string snapshot() const;
 
     const AgentOptions &opts_;
     std::ostream &log_;
     bpf::Fd ep_;
+    std::unique_ptr<ControlSocket> control_;
     std::map<uint64_t, Attached> attached_;  // by serial
     std::set<ProcessId> traced_, refused_, waiting_;
     uint64_t next_serial_ = 0;
@@ -89,12 +92,12 @@ void Agent::refuse(const ProcessLabels &labels, const std::string &why) {
 
 void Agent::attach(const ProcessLabels &labels) {
     const pid_t pid = labels.id.pid;
-    auto target = server::resolve_server(pid);
-    if (!target) {
-        if (target.error().code == ESRCH) {
+    auto resolved = resolve_traced_server(labels);
+    if (!resolved) {
+        if (resolved.error().code == ESRCH) {
             return;  // gone meanwhile
         }
-        refuse(labels, target.error().message);
+        refuse(labels, resolved.error().message);
         return;
     }
     bpf::Fd pidfd(pidfd_open(pid));
@@ -102,15 +105,9 @@ void Agent::attach(const ProcessLabels &labels) {
     if (!pidfd.valid() || start_ticks_now(pid) != labels.id.start_ticks) {
         return;
     }
-    ServerLabels sl;
-    sl.process = labels;
-    sl.version = server::server_version(*target->file, pid, target->load_bias);
-    sl.flavour = doctor::server_flavour(target->profile, sl.version);
-    for (char &c : sl.flavour) {
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
     std::vector<std::string> notes;
-    auto traced = TracedServer::start(sl, std::move(target).value(), opts_.server, notes);
+    auto traced = TracedServer::start(std::move(resolved->labels), std::move(resolved->target),
+                                      opts_.server, notes);
     if (!traced) {
         if (start_ticks_now(pid) != labels.id.start_ticks) {
             say("pid=" + std::to_string(pid) + " exited while being attached");
@@ -195,6 +192,15 @@ void Agent::drain_all() {
     }
 }
 
+std::string Agent::snapshot() const {
+    top::Snapshot s;
+    s.now_ns = bpf::monotonic_ns();
+    for (const auto &[serial, a] : attached_) {
+        s.servers.push_back(snapshot_of(*a.server));
+    }
+    return top::to_json_text(s);
+}
+
 Result<void> Agent::run() {
     trace::block_stop_signals();
     sigset_t mask;
@@ -221,6 +227,17 @@ Result<void> Agent::run() {
     if (ec || !std::filesystem::is_directory(opts_.server.output_dir)) {
         return Error{ec.value(), "cannot create --output-dir " + opts_.server.output_dir +
                                      (ec ? ": " + ec.message() : ": not a directory")};
+    }
+    if (!opts_.control_socket.empty()) {
+        auto control = ControlSocket::open(opts_.control_socket);
+        if (!control) {
+            return control.error();
+        }
+        control_ = std::move(control).value();
+        if (!add(control_->fd(), kControlTag)) {
+            return make_error(errno, "cannot watch the control socket");
+        }
+        say("control socket " + opts_.control_socket + " (mysqltrace top reads it)");
     }
     say("agent watching for mysqld/mariadbd every " + std::to_string(opts_.rescan_ms) +
         " ms; files under " + opts_.server.output_dir + "; Ctrl-C to stop");
@@ -260,6 +277,11 @@ Result<void> Agent::run() {
                 if (!stop) {
                     rescan();
                 }
+            } else if (tag == kControlTag) {
+                control_->serve([this] {
+                    drain_all();  // statements ended just before the request
+                    return snapshot();
+                });
             } else if ((tag - kServerBase) % 2 == 1) {
                 exited.push_back((tag - kServerBase) / 2);
             }

@@ -23,6 +23,9 @@ struct AgentOptions {
     // ("": every server).
     std::string socket_prefix;
     double duration_s = 0;  // 0: until a signal
+    // The control socket `mysqltrace top` asks (agent/control_socket.h);
+    // "": none.
+    std::string control_socket;
     int verbose = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "doctor/trace_plan.h"
+#include "server/hooks.h"
 #include "trace/trace_loop.h"
 
 namespace mysqltrace::agent {
@@ -83,6 +84,22 @@ std::string describe(const ServerLabels &l) {
            " unit=" + or_dash(p.cgroup.unit) + " container=" + container;
 }
 
+Result<ResolvedServer> resolve_traced_server(const ProcessLabels &labels) {
+    const pid_t pid = labels.id.pid;
+    auto target = server::resolve_server(pid);
+    if (!target) {
+        return target.error();
+    }
+    ServerLabels sl;
+    sl.process = labels;
+    sl.version = server::server_version(*target->file, pid, target->load_bias);
+    sl.flavour = doctor::server_flavour(target->profile, sl.version);
+    for (char &c : sl.flavour) {
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return ResolvedServer{std::move(sl), std::move(target).value()};
+}
+
 Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
                                                           server::ServerTarget target,
                                                           const TracedServerOptions &opts,
@@ -91,9 +108,11 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
     s->labels_ = std::move(labels);
     s->target_ = std::make_unique<server::ServerTarget>(std::move(target));
     const pid_t pid = s->labels_.process.id.pid;
-    s->dir_ = opts.output_dir + "/" + server_dir_name(s->labels_);
-    if (auto made = make_dir(s->dir_); !made) {
-        return made.error();
+    if (opts.json || opts.slowlog) {
+        s->dir_ = opts.output_dir + "/" + server_dir_name(s->labels_);
+        if (auto made = make_dir(s->dir_); !made) {
+            return made.error();
+        }
     }
     // A restarted server (same port) appends to its directory: its last
     // files are rotated away, not truncated.

@@ -37,10 +37,20 @@ std::string server_dir_name(const ServerLabels &labels);
 // unit=... container=docker:<id>": one key=value list, "-" for none.
 std::string describe(const ServerLabels &labels);
 
+// A listed server process analysed from its binary: its target, and its
+// labels with the flavour and version its binary gives. ESRCH: it is gone.
+struct ResolvedServer {
+    ServerLabels labels;
+    server::ServerTarget target;
+};
+Result<ResolvedServer> resolve_traced_server(const ProcessLabels &labels);
+
 struct TracedServerOptions {
-    std::string output_dir;  // the server's directory is made here
-    bool json = true;        // statements.json, performance_schema's columns
-    bool slowlog = false;    // slow.log, MySQL's slow query log
+    // The server's directory is made here (none when neither file is
+    // written: `top --pid`).
+    std::string output_dir;
+    bool json = true;      // statements.json, performance_schema's columns
+    bool slowlog = false;  // slow.log, MySQL's slow query log
     output::Rotation rotation;
     server::StageMode stages = server::StageMode::sampled;
     uint32_t max_sql = 65536;
@@ -71,6 +81,7 @@ class TracedServer {
     const output::StatementStats &stats() const { return *stats_; }
     // The tracer itself: its rings' counters and the records it could not decode.
     const server::StatementTracer &tracer() const { return *tracer_; }
+    bpf::RingStats ring_stats() const { return tracer_->rings().stats(); }
     // Drains the rings without waiting.
     Result<int> poll();
     // Once a second: the clock offset, the files.

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "agent/agent.h"
+#include "agent/control_socket.h"
 #include "cli/command.h"
 
 namespace mysqltrace::cli {
@@ -21,6 +22,7 @@ struct AgentArgs {
     uint32_t max_sql = 65536;
     bool show_secrets = false;
     std::string socket_prefix;
+    std::string control_socket = agent::kDefaultControlSocket;
 };
 
 int run_agent(const AgentArgs &a, const GlobalOptions &g) {
@@ -35,6 +37,7 @@ int run_agent(const AgentArgs &a, const GlobalOptions &g) {
     o.server.show_secrets = a.show_secrets;
     o.rescan_ms = a.rescan_ms;
     o.socket_prefix = a.socket_prefix;
+    o.control_socket = a.control_socket;
     o.duration_s = a.duration;
     o.verbose = g.verbose;
     auto ran = agent::run_agent(o, std::cerr);
@@ -100,6 +103,11 @@ void register_agent(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     cmd->add_option("--socket-prefix", a->socket_prefix,
                     "Only the servers listening on a unix socket whose path starts with this "
                     "(one instance's directory, or a test's); the others are left alone");
+    cmd->add_option("--control-socket", a->control_socket,
+                    "The unix socket `mysqltrace top` reads every server's statement classes "
+                    "from (root's alone, mode 0600; its directory is made); \"\" for none. A "
+                    "socket another agent answers on is an error")
+        ->capture_default_str();
     cmd->add_flag("--show-secrets", a->show_secrets,
                   "Do not redact passwords and keys in statement texts");
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_agent(*a, global); }; });

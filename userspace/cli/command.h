@@ -31,6 +31,7 @@ void register_run(CLI::App &app, const GlobalOptions &global, RunFn &run);
 void register_merge(CLI::App &app, const GlobalOptions &global, RunFn &run);
 void register_calls(CLI::App &app, const GlobalOptions &global, RunFn &run);
 void register_agent(CLI::App &app, const GlobalOptions &global, RunFn &run);
+void register_top(CLI::App &app, const GlobalOptions &global, RunFn &run);
 
 // Options every tracing command takes.
 struct TraceArgs {

@@ -11,7 +11,7 @@ constexpr mysqltrace::cli::RegisterFn kCommands[] = {
     mysqltrace::cli::register_doctor, mysqltrace::cli::register_client,
     mysqltrace::cli::register_run,    mysqltrace::cli::register_server,
     mysqltrace::cli::register_merge,  mysqltrace::cli::register_calls,
-    mysqltrace::cli::register_agent,
+    mysqltrace::cli::register_agent,  mysqltrace::cli::register_top,
 };
 
 }  // namespace

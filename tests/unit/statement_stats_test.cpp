@@ -45,8 +45,8 @@ TEST(StatementStats, ClassesBySchemaAccountAndDigest) {
 
 TEST(StatementStats, BucketsTakeTheirUpperBound) {
     StatementStats s(10, nullptr);
-    s.add(query("SELECT 1", 100'000), "");    // exactly 0.0001 s: first bucket
-    s.add(query("SELECT 1", 100'001), "");    // just above: second
+    s.add(query("SELECT 1", 100'000), "");         // exactly 0.0001 s: first bucket
+    s.add(query("SELECT 1", 100'001), "");         // just above: second
     s.add(query("SELECT 1", 20'000'000'000), "");  // 20 s: +Inf
     const auto &c = *s.classes()[0];
     EXPECT_EQ(c.buckets[0], 1u);
@@ -69,7 +69,8 @@ TEST(StatementStats, ClassesPastTheCapGoToOther) {
 }
 
 TEST(StatementStats, ErrorsStageTimeAndRecentStatements) {
-    StatementStats s(10, [](uint64_t addr) { return addr == 7 ? std::string("Sending data") : ""; });
+    StatementStats s(10,
+                     [](uint64_t addr) { return addr == 7 ? std::string("Sending data") : ""; });
     for (int i = 0; i < 20; i++) {
         auto st = query("UPDATE t SET v = " + std::to_string(i), 5000);
         st.thread_id = 40 + static_cast<uint64_t>(i);

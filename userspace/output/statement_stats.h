@@ -31,7 +31,7 @@ namespace mysqltrace::output {
 // `le`), a last +Inf bucket implied.
 inline constexpr std::array<double, 16> kLatencyBounds = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-    0.05,   0.1,     0.25,   0.5,   1,     2.5,    5,     10};
+    0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
 
 struct RecentStatement {
     uint64_t end_ns = 0;  // CLOCK_MONOTONIC

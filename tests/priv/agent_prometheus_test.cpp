@@ -338,10 +338,10 @@ TEST_F(AgentPrometheusTest, PrometheusStoresExactlyTheWorkload) {
                   kFailures);
         EXPECT_EQ(delta("mysqltrace_statement_latency_seconds_count{" + s + "," + bad_class + "}"),
                   kFailures);
-        // Every statement of the server against its own count: Questions
-        // moved by the workload and the second SHOW STATUS (the first one's
-        // own count is in the same place in both reads); the agent saw both
-        // SHOW STATUS too.
+        // Every statement of the server against its own count. Between its
+        // two readings Questions moved by the workload and one SHOW STATUS
+        // (whether a SHOW counts itself or not, it does the same in both
+        // readings); the agent, between t0 and t1, saw both SHOW STATUS.
         const double all = delta("sum(mysqltrace_statements_total{" + s + "})");
         EXPECT_EQ(all, kSelects + kFailures + 2);
         EXPECT_EQ(t.q2 - t.q1, static_cast<uint64_t>(kSelects + kFailures + 1));

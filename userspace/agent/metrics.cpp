@@ -8,7 +8,6 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "mysqltrace/version.h"
 

@@ -392,6 +392,15 @@ TEST_F(AgentPrometheusTest, PrometheusStoresExactlyTheWorkload) {
         }
     }
     EXPECT_GE(queries, 10u);
+    // A live page, with real servers' labels and digests, passes
+    // Prometheus's linter too.
+    const std::string page = http_get(metrics_port, "/metrics");
+    EXPECT_NE(page.find("digest=\"SELECT v FROM t WHERE id = ?\""), std::string::npos) << page;
+    std::ofstream(base_ + "/page.prom") << page;
+    auto lint = run_command({"/bin/sh", "-c", "promtool check metrics < " + base_ + "/page.prom"});
+    EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+    EXPECT_EQ(lint.out + lint.err, "");
+    std::printf("live page: %zu bytes\n", page.size());
     const double rss = prom_value(prom_port, "process_resident_memory_bytes", t1);
     const double cpu = prom_value(prom_port, "process_cpu_seconds_total", t1);
     const double render = prom_value(prom_port, "mysqltrace_agent_metrics_render_seconds", t1);

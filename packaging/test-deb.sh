@@ -333,7 +333,7 @@ fi
 for f in "$mt" "$shim" /usr/share/mysqltrace/schema.sql /usr/share/man/man8/mysqltrace.8.gz \
   /usr/share/bash-completion/completions/mysqltrace /usr/share/doc/mysqltrace/copyright \
   /usr/share/doc/mysqltrace/changelog.gz /usr/libexec/mysqltrace/mysqltrace-service "$unit" \
-  /etc/mysqltrace/mysqltrace.conf; do
+  /etc/mysqltrace/mysqltrace.conf /usr/share/mysqltrace/grafana/mysqltrace-dashboard.json; do
   grep -qxF "$f" "$work/files" || fail "the package does not install $f"
   [[ -f $f ]] || fail "$f is missing after install"
 done

@@ -11,12 +11,17 @@ packages=(
   libcli11-dev nlohmann-json3-dev libcapstone-dev systemtap-sdt-dev
   # mysqltrace top's screen; its test drives it in tmux
   libncurses-dev tmux
+  # the agent's /metrics HTTP server
+  libcpp-httplib-dev
   # tests
   googletest libgtest-dev libgmock-dev clang-format
   mariadb-server mariadb-client libmariadb-dev libssl-dev libgnutls28-dev
   python3 python3-pymysql procps openssl
   # pt-query-digest reads `server --format slowlog` in the tests
   percona-toolkit
+  # the agent's /metrics: promtool checks the page, and a Prometheus of the
+  # test's own (never the package's service: see policy-rc.d below) scrapes it
+  prometheus
   # Oracle MySQL 9.7 as the second test server: a Debian sid chroot
   # (scripts/mysql-sandbox.sh) started in a private mount namespace
   mmdebstrap debian-archive-keyring util-linux mount perl
@@ -52,9 +57,10 @@ fi
 
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-# The Debian mariadb-server package starts a system server from its postinst;
-# mysqltrace's tests and demo run their own throwaway servers, so keep the
-# package from starting one while we install (policy-rc.d is the Debian hook).
+# The Debian mariadb-server and prometheus packages start a system service from
+# their postinst; mysqltrace's tests and demo run their own throwaway servers
+# (and Prometheus), so keep the packages from starting one while we install
+# (policy-rc.d is the Debian hook).
 policy=/usr/sbin/policy-rc.d
 own_policy=0
 if [ ! -e "$policy" ]; then

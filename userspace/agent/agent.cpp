@@ -15,10 +15,13 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
 #include "agent/control_socket.h"
+#include "agent/metrics.h"
+#include "agent/metrics_server.h"
 #include "bpf/handles.h"
 #include "doctor/trace_plan.h"
 #include "server/hooks.h"
@@ -63,10 +66,11 @@ class Agent {
     bool add(int fd, uint64_t tag);
     void rescan();
     void attach(const ProcessLabels &labels);
-    void refuse(const ProcessLabels &labels, const std::string &why);
+    void refuse(const ProcessLabels &labels, const std::string &why, bool attaching = false);
     void detach(uint64_t serial, const char *why);
     void drain_all();
     std::string snapshot() const;
+    std::string metrics_text();
 
     const AgentOptions &opts_;
     std::ostream &log_;
@@ -76,6 +80,15 @@ class Agent {
     std::set<ProcessId> traced_, refused_, waiting_;
     uint64_t next_serial_ = 0;
     uint64_t attached_total_ = 0;
+    // /metrics: its server renders on its own threads while this loop runs.
+    // The loop holds mu_ for each of its rounds (drains, attaches,
+    // detaches), so a page renders between two rounds, from a consistent
+    // state. Rendering 500 classes takes a few ms (docs/agent.md), which
+    // the rings absorb.
+    std::mutex mu_;
+    std::unique_ptr<MetricsServer> metrics_;
+    uint64_t detached_total_ = 0, refused_analysis_ = 0, refused_attach_ = 0;
+    double last_render_s_ = 0;
 };
 
 bool Agent::add(int fd, uint64_t tag) {
@@ -85,8 +98,9 @@ bool Agent::add(int fd, uint64_t tag) {
     return ::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd, &ev) == 0;
 }
 
-void Agent::refuse(const ProcessLabels &labels, const std::string &why) {
+void Agent::refuse(const ProcessLabels &labels, const std::string &why, bool attaching) {
     refused_.insert(labels.id);
+    (attaching ? refused_attach_ : refused_analysis_)++;
     say("not tracing pid=" + std::to_string(labels.id.pid) + " (" + labels.exe + "): " + why);
 }
 
@@ -113,14 +127,14 @@ void Agent::attach(const ProcessLabels &labels) {
             say("pid=" + std::to_string(pid) + " exited while being attached");
             return;
         }
-        refuse(labels, traced.error().message);
+        refuse(labels, traced.error().message, true);
         return;
     }
     const uint64_t serial = next_serial_++;
     Attached a{std::move(traced).value(), std::move(pidfd)};
     if (!add(a.server->epoll_fd(), kServerBase + 2 * serial) ||
         !add(a.pidfd.get(), kServerBase + 2 * serial + 1)) {
-        refuse(labels, "cannot watch it: " + std::string(strerror(errno)));
+        refuse(labels, "cannot watch it: " + std::string(strerror(errno)), true);
         return;
     }
     traced_.insert(labels.id);
@@ -180,6 +194,7 @@ void Agent::detach(uint64_t serial, const char *why) {
     const pid_t pid = a.server->labels().process.id.pid;
     traced_.erase(a.server->labels().process.id);
     attached_.erase(it);  // probes, links, maps and rings go with the tracer
+    detached_total_++;
     say("detached pid=" + std::to_string(pid) + " (" + why + "): " + totals);
 }
 
@@ -199,6 +214,26 @@ std::string Agent::snapshot() const {
         s.servers.push_back(snapshot_of(*a.server));
     }
     return top::to_json_text(s);
+}
+
+std::string Agent::metrics_text() {
+    AgentSample a;
+    a.process = read_process_sample();
+    std::lock_guard lock(mu_);
+    const uint64_t t0 = bpf::monotonic_ns();
+    std::vector<ServerSample> servers;
+    for (const auto &[serial, at] : attached_) {
+        servers.push_back(sample_of(*at.server));
+    }
+    a.attaches = attached_total_;
+    a.detaches = detached_total_;
+    a.refused_analysis = refused_analysis_;
+    a.refused_attach = refused_attach_;
+    a.refused_now = refused_.size();
+    a.last_render_seconds = last_render_s_;
+    std::string text = render_metrics(servers, a);
+    last_render_s_ = static_cast<double>(bpf::monotonic_ns() - t0) / 1e9;
+    return text;
 }
 
 Result<void> Agent::run() {
@@ -239,10 +274,20 @@ Result<void> Agent::run() {
         }
         say("control socket " + opts_.control_socket + " (mysqltrace top reads it)");
     }
+    if (!opts_.metrics_listen.empty()) {
+        auto m = MetricsServer::start(opts_.metrics_listen, [this] { return metrics_text(); });
+        if (!m) {
+            return m.error();
+        }
+        metrics_ = std::move(m).value();
+        say("metrics at " + metrics_->url());
+    }
     say("agent watching for mysqld/mariadbd every " + std::to_string(opts_.rescan_ms) +
         " ms; files under " + opts_.server.output_dir + "; Ctrl-C to stop");
     const uint64_t start = bpf::monotonic_ns();
+    std::unique_lock lock(mu_);
     rescan();
+    lock.unlock();
     const uint64_t end =
         opts_.duration_s > 0 ? start + static_cast<uint64_t>(opts_.duration_s * 1e9) : UINT64_MAX;
     uint64_t next_tick = start + 1'000'000'000;
@@ -254,6 +299,7 @@ Result<void> Agent::run() {
         if (n < 0 && errno != EINTR) {
             return make_error(errno, "waiting for events failed");
         }
+        const std::lock_guard round(mu_);
         std::vector<uint64_t> exited;
         for (int i = 0; i < n; i++) {
             const uint64_t tag = evs[i].data.u64;
@@ -302,6 +348,7 @@ Result<void> Agent::run() {
             next_tick = now + 1'000'000'000;
         }
     }
+    metrics_.reset();  // the last page served; nothing else renders from here
     // The probe at a statement's end fires just after its client has the
     // reply: a stop sent on seeing it must not lose that statement.
     const uint64_t grace_end = bpf::monotonic_ns() + 50'000'000;

@@ -27,10 +27,13 @@ struct AgentOptions {
     // "": none.
     std::string control_socket;
     int verbose = 0;
+    // HOST:PORT of the Prometheus /metrics page (agent/metrics.h); "": none.
+    std::string metrics_listen;
 };
 
 // Runs until SIGINT/SIGTERM (or the duration); reports to `log` (stderr).
-// Errors only for what stops every server (no event loop).
+// Errors only for what stops every server (no event loop, no /metrics
+// address to listen on).
 Result<void> run_agent(const AgentOptions &opts, std::ostream &log);
 
 }  // namespace mysqltrace::agent

@@ -81,6 +81,7 @@ class TracedServer {
     const output::StatementStats &stats() const { return *stats_; }
     // The tracer itself: its rings' counters and the records it could not decode.
     const server::StatementTracer &tracer() const { return *tracer_; }
+    // Its rings' counters (drops, records); one BPF map read.
     bpf::RingStats ring_stats() const { return tracer_->rings().stats(); }
     // Drains the rings without waiting.
     Result<int> poll();

@@ -23,6 +23,8 @@ struct AgentArgs {
     bool show_secrets = false;
     std::string socket_prefix;
     std::string control_socket = agent::kDefaultControlSocket;
+    std::string metrics_listen;
+    size_t max_classes = 500;
 };
 
 int run_agent(const AgentArgs &a, const GlobalOptions &g) {
@@ -38,6 +40,8 @@ int run_agent(const AgentArgs &a, const GlobalOptions &g) {
     o.rescan_ms = a.rescan_ms;
     o.socket_prefix = a.socket_prefix;
     o.control_socket = a.control_socket;
+    o.metrics_listen = a.metrics_listen;
+    o.server.max_classes = a.max_classes;
     o.duration_s = a.duration;
     o.verbose = g.verbose;
     auto ran = agent::run_agent(o, std::cerr);
@@ -107,6 +111,19 @@ void register_agent(CLI::App &app, const GlobalOptions &global, RunFn &run) {
                     "The unix socket `mysqltrace top` reads every server's statement classes "
                     "from (root's alone, mode 0600; its directory is made); \"\" for none. A "
                     "socket another agent answers on is an error")
+        ->capture_default_str();
+    cmd->add_option("--metrics-listen", a->metrics_listen,
+                    "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. "
+                    "127.0.0.1:9104, [::1]:9104, :9104 for every address; port 0 picks a free "
+                    "one, logged): each server's statements by class (counts, errors, latency "
+                    "histogram, rows, stage time), the tracer's health, the agent's CPU and "
+                    "memory. Off by default; docs/agent.md lists the metrics")
+        ->option_text("HOST:PORT");
+    cmd->add_option("--max-classes", a->max_classes,
+                    "Statement classes (schema, user, statement kind, digest) kept per server "
+                    "with metrics of their own; later classes are counted in one command=\"other\" "
+                    "class, so a server's series stay bounded")
+        ->check(CLI::Range(1, 100000))
         ->capture_default_str();
     cmd->add_flag("--show-secrets", a->show_secrets,
                   "Do not redact passwords and keys in statement texts");

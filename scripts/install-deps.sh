@@ -8,7 +8,7 @@ packages=(
   # build
   build-essential cmake pkg-config make git
   clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
-  libcli11-dev nlohmann-json3-dev libcapstone-dev systemtap-sdt-dev
+  libcli11-dev nlohmann-json3-dev libcapstone-dev systemtap-sdt-dev libcpp-httplib-dev
   # tests
   googletest libgtest-dev libgmock-dev clang-format
   mariadb-server mariadb-client libmariadb-dev libssl-dev libgnutls28-dev

@@ -311,16 +311,19 @@ std::string operation_name(const server::Statement &st) {
     return mysql::command_name(st.command);
 }
 
-std::string query_summary(const server::Statement &st, std::string_view operation) {
-    std::string out(operation);
-    if (!ServerRenderer::has_text(st)) {
-        return out;
-    }
+namespace {
+
+std::string spelled(const sql::TableName &t) {
+    return t.schema.empty() ? t.name : t.schema + "." + t.name;
+}
+
+std::string summary_of(std::string_view operation, const std::vector<sql::TableName> &tables) {
     // The tables in order of appearance, each once, as the text names them;
     // semantic conventions cap the summary at 255 characters.
+    std::string out(operation);
     std::vector<std::string> seen;
-    for (const auto &t : sql::statement_tables(st.text)) {
-        std::string name = t.schema.empty() ? t.name : t.schema + "." + t.name;
+    for (const auto &t : tables) {
+        std::string name = spelled(t);
         if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
             continue;
         }
@@ -332,6 +335,36 @@ std::string query_summary(const server::Statement &st, std::string_view operatio
         seen.push_back(std::move(name));
     }
     return out;
+}
+
+// db.collection.name: the one table every reference names (unqualified ones
+// in the statement's schema), as the text first spells it; none when the
+// text was cut and the rest could name more.
+bool one_table(const server::Statement &st, const std::vector<sql::TableName> &tables,
+               std::string *out) {
+    if (tables.empty() || st.truncated()) {
+        return false;
+    }
+    auto full = [&](const sql::TableName &t) {
+        return sql::TableName{t.schema.empty() ? st.db : t.schema, t.name};
+    };
+    const auto first = full(tables.front());
+    for (const auto &t : tables) {
+        if (!(full(t) == first)) {
+            return false;
+        }
+    }
+    *out = spelled(tables.front());
+    return true;
+}
+
+}  // namespace
+
+std::string query_summary(const server::Statement &st, std::string_view operation) {
+    if (!ServerRenderer::has_text(st)) {
+        return std::string(operation);
+    }
+    return summary_of(operation, sql::statement_tables(st.text));
 }
 
 OtlpSpans::OtlpSpans(OtlpResource r, uint64_t seed)
@@ -401,7 +434,11 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
     }
     new_id(span_id, sizeof(span_id));
     const std::string operation = operation_name(st);
-    const std::string summary = query_summary(st, operation);
+    tables_.clear();
+    if (text) {
+        tables_ = sql::statement_tables(st.text);
+    }
+    const std::string summary = summary_of(operation, tables_);
 
     if (spans_ > 0) {
         body_ += ',';
@@ -433,10 +470,8 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
     }
     str_attr(j, "db.query.summary", summary);
     str_attr(j, "db.operation.name", operation);
-    sql::TableName table;
-    if (text && sql::only_table(st.text, "", !st.truncated(), &table)) {
-        str_attr(j, "db.collection.name",
-                 table.schema.empty() ? table.name : table.schema + "." + table.name);
+    if (one_table(st, tables_, &scratch_)) {
+        str_attr(j, "db.collection.name", scratch_);
     }
     if (st.failed()) {
         scratch_ = std::to_string(st.error);

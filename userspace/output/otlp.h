@@ -18,6 +18,7 @@
 #include "output/clock.h"
 #include "output/server_render.h"
 #include "server/statement.h"
+#include "sql/tables.h"
 
 namespace mysqltrace::output {
 
@@ -89,6 +90,7 @@ class OtlpSpans {
     uint64_t offset_ns_;
     std::mt19937_64 rng_;
     std::string scratch_;
+    std::vector<sql::TableName> tables_;
 };
 
 // db.operation.name and db.query.summary of a statement: "SELECT",

@@ -9,7 +9,8 @@
 //     appended to FILE, one JSON line per span; a body that does not decode
 //     is answered 400 and written as {"error": ...}. --sleep-ms delays every
 //     answer (a slow collector), --status answers every request with CODE
-//     (after reading it) instead. Prints "listening <port>" when ready.
+//     (after reading it) instead. Prints "listening <port>" on stderr when
+//     ready.
 //   otlp_receiver.js --decode FILE
 //     decodes FILE, one ExportTraceServiceRequest per line (--format otlp),
 //     and prints the spans as above.
@@ -176,7 +177,7 @@ if (arg('--decode') !== undefined) {
         });
     });
     server.listen(Number(arg('--port') || 0), '127.0.0.1', () => {
-        process.stdout.write('listening ' + server.address().port + '\n');
+        process.stderr.write('listening ' + server.address().port + '\n');
     });
     process.on('SIGTERM', () => process.exit(0));
 }

@@ -46,7 +46,8 @@ struct ServerArgs : TraceArgs {
     bool show_secrets = false;
     bool every_command = false;
     std::string otlp;  // the collector's base URL
-    DutyArgs duty;     // --duty, --duty-period, --interval (cli/server_duty.h)
+    size_t otlp_queue = 64;
+    DutyArgs duty;  // --duty, --duty-period, --interval (cli/server_duty.h)
 };
 
 server::StageMode stage_mode(const std::string &s) {
@@ -216,7 +217,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     }
     std::unique_ptr<OtlpSink> otlp;
     if (otlp_file || !a.otlp.empty()) {
-        auto sink = OtlpSink::open(*target, a.pid, otlp_file ? &o : nullptr, a.otlp);
+        auto sink = OtlpSink::open(*target, a.pid, otlp_file ? &o : nullptr, a.otlp, a.otlp_queue);
         if (!sink) {
             std::cerr << "mysqltrace: " << sink.error().message << "\n";
             return kExitUsage;
@@ -426,13 +427,13 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                        : opts.stages == server::StageMode::traps   ? "statements (stage traps only)"
                        : opts.stages == server::StageMode::sampled ? "statements and sampled stages"
                                                                    : "statements";
+    if (otlp && !a.otlp.empty()) {
+        std::cerr << "mysqltrace: exporting spans to " << otlp->endpoint() << " (OTLP/HTTP JSON)\n";
+    }
     trace::block_stop_signals();
     std::cerr << "mysqltrace: tracing " << what << " of pid " << a.pid << " ("
               << (*tracer)->probe_count() << " probes: " << (*tracer)->path_note()
               << "); Ctrl-C to stop\n";
-    if (otlp && !a.otlp.empty()) {
-        std::cerr << "mysqltrace: exporting spans to " << otlp->endpoint() << " (OTLP/HTTP JSON)\n";
-    }
     if (!(*tracer)->threads_note().empty()) {
         std::cerr << "mysqltrace: --threads: " << (*tracer)->threads_note() << "\n";
     }
@@ -603,6 +604,11 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
            "queue: a collector that is down or slow costs dropped spans (counted at the end), "
            "never a stalled trace. --format otlp writes the same batches as JSON lines")
         ->option_text("URL");
+    cmd->add_option("--otlp-queue", a->otlp_queue,
+                    "--otlp: batches (of up to 512 spans, or a second's) that may wait for the "
+                    "collector; past that a batch is dropped and its spans counted")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
     add_duty_options(cmd, a->duty);
     cmd->add_option("--max-sql", a->max_sql, "Bytes of statement text kept per statement")
         ->check(CLI::Range(0, 65536))

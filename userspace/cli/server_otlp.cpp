@@ -25,7 +25,8 @@ std::string host_name() {
 }  // namespace
 
 Result<std::unique_ptr<OtlpSink>> OtlpSink::open(const server::ServerTarget &target, pid_t pid,
-                                                 output::OutputFile *file, const std::string &url) {
+                                                 output::OutputFile *file, const std::string &url,
+                                                 size_t queue) {
     output::OtlpResource r;
     const std::string version = server::server_version(*target.file, pid, target.load_bias);
     const bool mariadb = version.find("MariaDB") != std::string::npos;
@@ -51,7 +52,9 @@ Result<std::unique_ptr<OtlpSink>> OtlpSink::open(const server::ServerTarget &tar
     std::unique_ptr<OtlpSink> s(new OtlpSink(std::move(r)));
     s->file_ = file;
     if (!url.empty()) {
-        auto e = output::OtlpExporter::start(url);
+        output::OtlpExportOptions opts;
+        opts.max_queued = queue;
+        auto e = output::OtlpExporter::start(url, opts);
         if (!e) {
             return e.error();
         }

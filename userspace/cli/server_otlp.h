@@ -21,9 +21,10 @@ namespace mysqltrace::cli {
 class OtlpSink {
   public:
     // `file`: where --format otlp writes (null: no file); `url`: --otlp
-    // ("": no export).
+    // ("": no export), with at most `queue` batches waiting.
     static Result<std::unique_ptr<OtlpSink>> open(const server::ServerTarget &target, pid_t pid,
-                                                  output::OutputFile *file, const std::string &url);
+                                                  output::OutputFile *file, const std::string &url,
+                                                  size_t queue);
     // The statement's spans, into the batch; a full batch goes out.
     void statement(const server::Statement &st, output::ServerRenderer &render,
                    const std::vector<output::NamedWait> &waits);

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "output/otlp_export.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -88,7 +91,14 @@ Result<std::unique_ptr<OtlpExporter>> OtlpExporter::start(const std::string &url
     e->scheme_host_port_ = scheme + "://" + hostport;
     e->path_ = prefix + "/v1/traces";
     e->endpoint_ = e->scheme_host_port_ + e->path_;
+    // Signals (Ctrl-C, the end of a trace) are the tracing thread's: the
+    // sender starts with all of them blocked, or a SIGINT the trace loop
+    // waits for could land on it and kill the process.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     e->thread_ = std::thread([p = e.get()] { p->run(); });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return e;
 }
 

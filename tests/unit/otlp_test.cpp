@@ -187,6 +187,26 @@ TEST(OtlpSpans, BatchesAreCommaSeparatedAndEmptiedByTake) {
     EXPECT_EQ(out, kHead + "]}]}]}");
 }
 
+TEST(OtlpSpans, KeepsTheFirst128EventsAndCountsTheRest) {
+    OtlpSpans spans(resource(), 4);
+    std::vector<NamedWait> waits(200);
+    for (size_t i = 0; i < waits.size(); i++) {
+        waits[i].wait.start_ns = 1'000'000 + i;
+        waits[i].wait.end_ns = 1'000'001 + i;
+        waits[i].name.event_name = "wait/io/table/sql/handler";
+    }
+    spans.add(query("select 1"), "statement/sql/select", {}, {{"executing", 1, 0, 0}}, waits);
+    std::string out;
+    spans.take(out);
+    size_t events = 0;
+    for (size_t at = out.find("\"timeUnixNano\""); at != std::string::npos;
+         at = out.find("\"timeUnixNano\"", at + 1)) {
+        events++;
+    }
+    EXPECT_EQ(events, 128u);
+    EXPECT_NE(out.find(R"(],"droppedEventsCount":73}]}]}]})"), std::string::npos) << out;
+}
+
 std::string parent_of(std::string_view sql) {
     auto tp = sqlcommenter_traceparent(sql);
     if (!tp) {

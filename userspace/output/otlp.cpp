@@ -24,6 +24,7 @@ constexpr int kStatusError = 2;
 constexpr uint32_t kFlagHasIsRemote = 0x100;
 constexpr uint32_t kFlagIsRemote = 0x200;
 constexpr uint8_t kSampled = 0x01;
+constexpr size_t kMaxEvents = 128;
 
 int hex_digit(char c) {
     if (c >= '0' && c <= '9') {
@@ -514,7 +515,15 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
             j.end_array();
             j.end_object();
         }
+        // The SDKs' default limit of events per span: a statement with
+        // thousands of waits (--table-io) keeps its first ones and says how
+        // many it left out.
+        size_t room = sampled.size() < kMaxEvents ? kMaxEvents - sampled.size() : 0;
         for (const auto &w : waits) {
+            if (room == 0) {
+                break;
+            }
+            room--;
             j.begin_object();
             int64_string(j, "timeUnixNano", w.wait.start_ns + offset_ns_);
             j.field("name", w.name.event_name);
@@ -534,6 +543,11 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
             j.end_object();
         }
         j.end_array();
+    }
+    const size_t events = sampled.size() + waits.size();
+    if (events > kMaxEvents && waits.size() > 0) {
+        j.field("droppedEventsCount",
+                std::min(events - std::max(kMaxEvents, sampled.size()), waits.size()));
     }
     if (st.failed()) {
         j.key("status");

@@ -356,6 +356,25 @@ TEST_P(ServerOtlp, CollectorDownOrSlowNeverStallsTracing) {
     }
 }
 
+TEST_P(ServerOtlp, UsageErrorsSayWhatToDo) {
+    auto r = run_command(server_tracer_argv(*server_, {"--otlp", "localhost:4318"}));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err,
+              "mysqltrace: --otlp localhost:4318: give the collector's base URL, "
+              "http://HOST:PORT or https://HOST:PORT (4318 is OTLP/HTTP's port)\n");
+    r = run_command(server_tracer_argv(*server_, {"--format", "otlp", "--locks"}));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err,
+              "mysqltrace: --locks writes its waits and blocking tree with --format text, "
+              "json, profile and pfs-sql; --format otlp has no place for them\n");
+    r = run_command(
+        server_tracer_argv(*server_, {"--format", "digests", "--otlp", "http://127.0.0.1:1"}));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err,
+              "mysqltrace: --otlp exports every statement as a span; --duty and the "
+              "digest formats see only part of them\n");
+}
+
 INSTANTIATE_TEST_SUITE_P(Flavours, ServerOtlp,
                          ::testing::ValuesIn(mysqltrace::test::all_flavours()),
                          mysqltrace::test::flavour_param_name);

@@ -10,7 +10,6 @@
 #include "mysql/commands.h"
 #include "output/json_writer.h"
 #include "sql/tables.h"
-#include "util/hex.h"
 
 namespace mysqltrace::output {
 
@@ -180,28 +179,50 @@ void int64_string(JsonWriter &j, std::string_view key, uint64_t v) {
     j.field(key, std::string_view(buf, static_cast<size_t>(r.ptr - buf)));
 }
 
-void str_attr(JsonWriter &j, std::string_view key, std::string_view v) {
-    j.begin_object();
-    j.field("key", key);
-    j.key("value");
-    j.begin_object();
-    j.field("stringValue", v);
-    j.end_object();
-    j.end_object();
-}
+// An attribute list, written as raw bytes between JsonWriter's
+// begin_array() and end_array() (which keep no state inside it): the
+// KeyValue and AnyValue wrappers are fixed text, and a span has some twenty
+// of them (writing them key by key was the largest cost of a span). Keys
+// are literals: not escaped.
+class Attrs {
+  public:
+    explicit Attrs(std::string &out) : out_(out) {}
+    void str(std::string_view key, std::string_view v) {
+        open(key);
+        out_ += R"(","value":{"stringValue":)";
+        append_json_string(out_, v);
+        out_ += "}}";
+    }
+    void integer(std::string_view key, uint64_t v) {
+        open(key);
+        out_ += R"(","value":{"intValue":")";
+        char buf[24];
+        const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+        out_.append(buf, r.ptr);
+        out_ += "\"}}";
+    }
 
-void int_attr(JsonWriter &j, std::string_view key, uint64_t v) {
-    j.begin_object();
-    j.field("key", key);
-    j.key("value");
-    j.begin_object();
-    int64_string(j, "intValue", v);
-    j.end_object();
-    j.end_object();
-}
+  private:
+    void open(std::string_view key) {
+        if (!first_) {
+            out_ += ',';
+        }
+        first_ = false;
+        out_ += R"({"key":")";
+        out_ += key;
+    }
+    std::string &out_;
+    bool first_ = true;
+};
 
 void hex_field(JsonWriter &j, std::string_view key, const uint8_t *bytes, size_t n) {
-    j.field(key, to_hex(std::span<const uint8_t>(bytes, n)));
+    static const char digits[] = "0123456789abcdef";
+    char buf[32];
+    for (size_t i = 0; i < n && i < 16; i++) {
+        buf[2 * i] = digits[bytes[i] >> 4];
+        buf[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    j.field(key, std::string_view(buf, std::min<size_t>(n, 16) * 2));
 }
 
 std::string upper_words(std::string_view s) {
@@ -379,14 +400,15 @@ OtlpSpans::OtlpSpans(OtlpResource r, uint64_t seed)
     j.begin_object();
     j.key("attributes");
     j.begin_array();
-    str_attr(j, "service.name", r.service_name);
-    str_attr(j, "db.system.name", r.db_system);
-    int_attr(j, "process.pid", r.pid);
+    Attrs attrs(head_);
+    attrs.str("service.name", r.service_name);
+    attrs.str("db.system.name", r.db_system);
+    attrs.integer("process.pid", r.pid);
     if (!r.executable.empty()) {
-        str_attr(j, "process.executable.name", r.executable);
+        attrs.str("process.executable.name", r.executable);
     }
     if (!r.host_name.empty()) {
-        str_attr(j, "host.name", r.host_name);
+        attrs.str("host.name", r.host_name);
     }
     j.end_array();
     j.end_object();
@@ -462,37 +484,38 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
     int64_string(j, "endTimeUnixNano", st.end_ns + offset_ns_);
     j.key("attributes");
     j.begin_array();
-    str_attr(j, "db.system.name", resource_.db_system);
+    Attrs attrs(body_);
+    attrs.str("db.system.name", resource_.db_system);
     if (!st.db.empty()) {
-        str_attr(j, "db.namespace", st.db);
+        attrs.str("db.namespace", st.db);
     }
     if (text) {
-        str_attr(j, "db.query.text", st.text);
+        attrs.str("db.query.text", st.text);
     }
-    str_attr(j, "db.query.summary", summary);
-    str_attr(j, "db.operation.name", operation);
+    attrs.str("db.query.summary", summary);
+    attrs.str("db.operation.name", operation);
     if (one_table(st, tables_, &scratch_)) {
-        str_attr(j, "db.collection.name", scratch_);
+        attrs.str("db.collection.name", scratch_);
     }
     if (st.failed()) {
         scratch_ = std::to_string(st.error);
-        str_attr(j, "db.response.status_code", scratch_);
-        str_attr(j, "error.type", scratch_);
-        str_attr(j, "mysqltrace.sqlstate", st.sqlstate);
+        attrs.str("db.response.status_code", scratch_);
+        attrs.str("error.type", scratch_);
+        attrs.str("mysqltrace.sqlstate", st.sqlstate);
     }
-    int_attr(j, "db.response.returned_rows", st.rows_sent);
+    attrs.integer("db.response.returned_rows", st.rows_sent);
     if (resource_.port != 0) {
-        str_attr(j, "server.address", resource_.host_name);
-        int_attr(j, "server.port", resource_.port);
+        attrs.str("server.address", resource_.host_name);
+        attrs.integer("server.port", resource_.port);
     }
-    int_attr(j, "mysqltrace.connection.id", st.thread_id);
-    int_attr(j, "thread.id", st.tid);
-    str_attr(j, "mysqltrace.event_name", event_name);
-    int_attr(j, "mysqltrace.rows_examined", st.rows_examined);
-    int_attr(j, "mysqltrace.rows_affected", st.rows_affected);
-    int_attr(j, "mysqltrace.lock_time_ns", st.lock_ns);
+    attrs.integer("mysqltrace.connection.id", st.thread_id);
+    attrs.integer("thread.id", st.tid);
+    attrs.str("mysqltrace.event_name", event_name);
+    attrs.integer("mysqltrace.rows_examined", st.rows_examined);
+    attrs.integer("mysqltrace.rows_affected", st.rows_affected);
+    attrs.integer("mysqltrace.lock_time_ns", st.lock_ns);
     if (st.truncated()) {
-        int_attr(j, "mysqltrace.query.text_length", st.text_len);
+        attrs.integer("mysqltrace.query.text_length", st.text_len);
     }
     j.end_array();
     if (!sampled.empty() || !waits.empty()) {
@@ -508,10 +531,11 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
             j.field("name", scratch_);
             j.key("attributes");
             j.begin_array();
-            int_attr(j, "mysqltrace.stage.on_cpu_samples", s.on_cpu);
-            int_attr(j, "mysqltrace.stage.off_cpu_ns", s.off_cpu_ns);
-            int_attr(j, "mysqltrace.stage.switches", s.switches);
-            int_attr(j, "mysqltrace.stage.sample_period_us", st.sample_period_us);
+            Attrs ea(body_);
+            ea.integer("mysqltrace.stage.on_cpu_samples", s.on_cpu);
+            ea.integer("mysqltrace.stage.off_cpu_ns", s.off_cpu_ns);
+            ea.integer("mysqltrace.stage.switches", s.switches);
+            ea.integer("mysqltrace.stage.sample_period_us", st.sample_period_us);
             j.end_array();
             j.end_object();
         }
@@ -529,15 +553,16 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
             j.field("name", w.name.event_name);
             j.key("attributes");
             j.begin_array();
-            int_attr(j, "mysqltrace.wait.duration_ns", w.wait.end_ns - w.wait.start_ns);
+            Attrs ea(body_);
+            ea.integer("mysqltrace.wait.duration_ns", w.wait.end_ns - w.wait.start_ns);
             if (!w.name.operation.empty()) {
-                str_attr(j, "mysqltrace.wait.operation", w.name.operation);
+                ea.str("mysqltrace.wait.operation", w.name.operation);
             }
             if (!w.name.object_name.empty()) {
-                str_attr(j, "mysqltrace.wait.object",
-                         w.name.object_schema.empty()
-                             ? w.name.object_name
-                             : w.name.object_schema + "." + w.name.object_name);
+                ea.str("mysqltrace.wait.object",
+                       w.name.object_schema.empty()
+                           ? w.name.object_name
+                           : w.name.object_schema + "." + w.name.object_name);
             }
             j.end_array();
             j.end_object();
@@ -579,9 +604,10 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
         int64_string(c, "endTimeUnixNano", s.end_ns + offset_ns_);
         c.key("attributes");
         c.begin_array();
+        Attrs ca(body_);
         scratch_ = "stage/sql/";
         scratch_ += s.name;
-        str_attr(c, "mysqltrace.event_name", scratch_);
+        ca.str("mysqltrace.event_name", scratch_);
         c.end_array();
         c.end_object();
     }

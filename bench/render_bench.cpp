@@ -4,7 +4,9 @@
 // case where --format json cost ~60% of the tracer's CPU when each event was
 // a nlohmann tree (shared/FACTS.md section 8). "pfs-sql (lines parsed)" is
 // what pfs-sql pays: the streamed lines read back as trees, and dumped as
-// that old path did.
+// that old path did. "otlp span" is `server --format otlp` / `--otlp`: the
+// span of the statement appended to a batch, a batch of 512 taken as one
+// ExportTraceServiceRequest line (its share of that counted per span).
 // A benchmark: it prints ns per statement and never asserts.
 //
 //   render_bench [--statements N] [--rounds R]
@@ -16,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "output/otlp.h"
 #include "output/server_render.h"
 #include "output/slowlog.h"
 
@@ -90,6 +93,24 @@ int main(int argc, char **argv) {
                          [&](uint64_t i) { return json.statement(sts[i % sts.size()]).size(); });
         ns_per_statement("slowlog", n, [&](uint64_t i) {
             return slow.statement(sts[i % sts.size()], account).size();
+        });
+        output::OtlpResource res;
+        res.db_system = res.service_name = "mysql";
+        res.pid = 1;
+        res.host_name = "db1";
+        res.port = 3306;
+        output::OtlpSpans spans(res, 1);
+        std::string request;
+        const std::vector<output::OtlpStage> no_stages;
+        const std::vector<output::OtlpSampledStage> no_samples;
+        ns_per_statement("otlp span", n, [&](uint64_t i) {
+            const auto &st = sts[i % sts.size()];
+            spans.add(st, json.event_name(st), no_stages, no_samples, {});
+            if (spans.spans() < 512) {
+                return size_t{0};
+            }
+            spans.take(request);
+            return request.size();
         });
     }
     return 0;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # Installs the npm packages of the test programs (tests/testprogs: mysql2 for
-# mysql2_client.js) into tests/testprogs/node_modules, exactly as locked in
+# mysql2_client.js; @opentelemetry/otlp-transformer for otlp_receiver.js,
+# whose protobuf classes generated from the OTLP .proto files decode the
+# OTLP export) into tests/testprogs/node_modules, exactly as locked in
 # tests/testprogs/package-lock.json (npm ci). Idempotent: does nothing when
 # node_modules already matches package.json and the lock file. Without a lock
 # file it runs npm install, which writes one (to be committed).
@@ -46,5 +48,7 @@ else
 fi
 
 node -e 'require("mysql2")' || die "mysql2 does not load after the install"
+node -e 'require("@opentelemetry/otlp-transformer/build/src/generated/root.js")' ||
+    die "the OTLP protobuf classes do not load after the install"
 want >"$stamp"
 echo "install-node-deps: done"

@@ -10,6 +10,7 @@
 #include "bpf/ring_set.h"
 #include "cli/command.h"
 #include "cli/server_duty.h"
+#include "cli/server_otlp.h"
 #include "doctor/trace_plan.h"
 #include "output/lock_render.h"
 #include "output/output_file.h"
@@ -44,6 +45,8 @@ struct ServerArgs : TraceArgs {
     std::string user;
     bool show_secrets = false;
     bool every_command = false;
+    std::string otlp;  // the collector's base URL
+    size_t otlp_queue = 64;
     DutyArgs duty;  // --duty, --duty-period, --interval (cli/server_duty.h)
 };
 
@@ -124,6 +127,8 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         return kExitFailure;
     }
     auto &o = **out;
+    // --format otlp: the output gets OTLP JSON lines only.
+    const bool otlp_file = a.format == "otlp";
     const auto format = a.format == "json"      ? output::ServerFormat::json
                         : a.format == "profile" ? output::ServerFormat::profile
                         : pfs_sql               ? output::ServerFormat::pfs_sql
@@ -137,7 +142,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     const bool slowlog = a.format == "slowlog";
     const bool digests = a.duty.duty_pct > 0 || a.format.starts_with("digests");
     output::SlowlogRenderer slow;
-    if (!slowlog && !digests) {
+    if (!slowlog && !digests && !otlp_file) {
         o.write(render.header());
     }
     uint64_t statements = 0, shown = 0, failed = 0, with_stages = 0;
@@ -178,18 +183,23 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                      "--format digests\n";
         return kExitUsage;
     }
-    if ((a.threads || a.transactions) && (slowlog || pfs_sql || digests)) {
+    if ((a.threads || a.transactions) && (slowlog || pfs_sql || digests || otlp_file)) {
         std::cerr << "mysqltrace: --threads and --transactions are written by --format text "
                      "and json"
                   << (digests ? " without --duty" : "") << "; --format " << a.format
                   << " has no place for them\n";
         return kExitUsage;
     }
-    if (a.locks && (slowlog || digests)) {
+    if (a.locks && (slowlog || digests || otlp_file)) {
         std::cerr << "mysqltrace: --locks writes its waits and blocking tree with --format text, "
                      "json, profile and pfs-sql"
                   << (digests ? " without --duty" : "") << "; --format " << a.format
                   << " has no place for them\n";
+        return kExitUsage;
+    }
+    if (digests && !a.otlp.empty()) {
+        std::cerr << "mysqltrace: --otlp exports every statement as a span; --duty and the "
+                     "digest formats see only part of them\n";
         return kExitUsage;
     }
     if (digests) {
@@ -204,6 +214,15 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         d.db = a.db;
         d.user = a.user;
         return run_server_duty(*target, opts, d, a, g, o);
+    }
+    std::unique_ptr<OtlpSink> otlp;
+    if (otlp_file || !a.otlp.empty()) {
+        auto sink = OtlpSink::open(*target, a.pid, otlp_file ? &o : nullptr, a.otlp, a.otlp_queue);
+        if (!sink) {
+            std::cerr << "mysqltrace: " << sink.error().message << "\n";
+            return kExitUsage;
+        }
+        otlp = std::move(sink).value();
     }
     auto account_of = [&tracer_ptr](uint64_t thread_id) -> const server::Account & {
         return tracer_ptr->accounts().of(thread_id);
@@ -241,7 +260,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         waits++;
         if (w.in_statement()) {
             pending[w.tid].push_back(std::move(nw));
-        } else if (!slowlog) {
+        } else if (!slowlog && !otlp_file) {
             o.write(render.wait(nw));
             if (trace_files) {
                 trace_files->write_block(w.thread_id, account_of(w.thread_id).actor(),
@@ -306,7 +325,15 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         failed += st.failed() ? 1 : 0;
         with_stages += st.stages.empty() ? 0 : 1;
         per_name[render.event_name(st)]++;
+        if (otlp_file) {
+            otlp->statement(st, render, mine);
+            maybe_detach();
+            return;
+        }
         if (slowlog) {
+            if (otlp) {
+                otlp->statement(st, render, mine);
+            }
             o.write(slow.statement(st, account_of(st.thread_id)));
             maybe_detach();
             return;
@@ -319,6 +346,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
             o.write(render.statement(nested, mine));
         } else {
             o.write(render.statement(st, mine));
+        }
+        if (otlp) {
+            otlp->statement(st, render, mine);
         }
         if (trace_files) {
             trace_files->write_block(st.thread_id, account_of(st.thread_id).actor(),
@@ -399,6 +429,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                        : opts.stages == server::StageMode::traps   ? "statements (stage traps only)"
                        : opts.stages == server::StageMode::sampled ? "statements and sampled stages"
                                                                    : "statements";
+    if (otlp && !a.otlp.empty()) {
+        std::cerr << "mysqltrace: exporting spans to " << otlp->endpoint() << " (OTLP/HTTP JSON)\n";
+    }
     trace::block_stop_signals();
     std::cerr << "mysqltrace: tracing " << what << " of pid " << a.pid << " ("
               << (*tracer)->probe_count() << " probes: " << (*tracer)->path_note()
@@ -416,6 +449,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
             txns->set_start_shift_us(server::start_clock_shift_us(target->layout));
         }
         maybe_detach();
+        if (otlp) {
+            otlp->tick();
+        }
         o.flush();
         if (trace_files) {
             trace_files->flush();
@@ -438,7 +474,10 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     if (trace_files) {
         trace_files->flush();
     }
-    if (!slowlog) {
+    // The exporter gets a few seconds to send what is queued: a collector
+    // that is down does not hold the end of the trace longer.
+    const std::string spans = otlp ? otlp->finish(std::chrono::seconds(3)) : "";
+    if (!slowlog && !otlp_file) {
         o.write(render.summary());
     }
     o.flush();
@@ -461,6 +500,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     }
     if (a.locks) {
         totals += ", " + std::to_string(lock_waits) + " lock waits";
+    }
+    if (otlp) {
+        totals += ", " + spans;
     }
     if (trace_files) {
         totals +=
@@ -493,8 +535,9 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     auto a = std::make_shared<ServerArgs>();
     cmd->add_option("-p,--pid", a->pid, "Process id of the mariadbd or mysqld to trace")
         ->required();
-    add_trace_options(cmd, *a,
-                      {"text", "json", "profile", "pfs-sql", "slowlog", "digests", "digests-json"});
+    add_trace_options(
+        cmd, *a,
+        {"text", "json", "profile", "pfs-sql", "slowlog", "digests", "digests-json", "otlp"});
     cmd->add_option("--stages", a->stages,
                     "sampled: where time goes by stage, from a CPU timer and context switches "
                     "(cheap, always-on); exact: every stage transition of every statement, "
@@ -552,6 +595,22 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
                     "statements go on being traced");
     cmd->add_option("--stage-duration", a->stage_duration,
                     "Exact stages: detach the stage probes after this many seconds");
+    cmd->add_option(
+           "--otlp", a->otlp,
+           "Also export every statement as an OpenTelemetry span over OTLP/HTTP (JSON) to this "
+           "collector (its base URL, e.g. http://localhost:4318; /v1/traces is appended): a "
+           "SERVER span per statement with the database semantic conventions' attributes, a "
+           "child span per stage with --stages exact, waits and sampled stages as span events; "
+           "a statement whose sqlcommenter comment carries a W3C traceparent joins that trace. "
+           "Batches of up to 512 spans are sent from a thread of their own through a bounded "
+           "queue: a collector that is down or slow costs dropped spans (counted at the end), "
+           "never a stalled trace. --format otlp writes the same batches as JSON lines")
+        ->option_text("URL");
+    cmd->add_option("--otlp-queue", a->otlp_queue,
+                    "--otlp: batches (of up to 512 spans, or a second's) that may wait for the "
+                    "collector; past that a batch is dropped and its spans counted")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
     add_duty_options(cmd, a->duty);
     cmd->add_option("--max-sql", a->max_sql, "Bytes of statement text kept per statement")
         ->check(CLI::Range(0, 65536))

@@ -60,6 +60,20 @@ class ServerRenderer {
     // (events_waits_summary_global_by_event_name), at the end of a trace.
     std::string summary();
 
+    // A statement's stages as rows (exact stages: each with its times).
+    // Names point into the site table or into this renderer; valid until
+    // the next call.
+    struct StageRow {
+        std::string_view name, function, file;
+        uint32_t line = 0;
+        uint64_t start_ns = 0, end_ns = 0;
+        server::TaskCounters used;
+    };
+    const std::vector<StageRow> &stage_rows(const server::Statement &st);
+    // The stage name at a server address (sampled stages), asked once per
+    // address.
+    const std::string &name_of(uint64_t addr);
+
   private:
     struct StageTotals {
         uint64_t on_cpu = 0;
@@ -81,16 +95,6 @@ class ServerRenderer {
         ClassTotals *totals = nullptr;  // of sampled statements: their digest's
     };
     TextClass &text_class(const server::Statement &st);
-    // Names point into the site table or into names_.
-    struct StageRow {
-        std::string_view name, function, file;
-        uint32_t line = 0;
-        uint64_t start_ns = 0, end_ns = 0;
-        server::TaskCounters used;
-    };
-    const std::vector<StageRow> &stage_rows(const server::Statement &st);
-    // name_at_(addr), asked once per address.
-    const std::string &name_of(uint64_t addr);
     void text_rows(std::string &out, const server::Statement &st, const std::vector<StageRow> &rows,
                    const std::vector<NamedWait> &waits);
     // The statement's events as JSON lines, written straight into `out`

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -26,11 +27,23 @@ namespace {
 
 using namespace mysqltrace::test;
 
-// The Go client, built once per process into a private directory: plain
-// and stripped (-ldflags=-s -w). Empty paths (and a test failure) when the
-// build failed.
+// The Go client, built once per process into a private directory (removed
+// at exit): plain and stripped (-ldflags=-s -w). Empty paths (and a test
+// failure) when the build failed.
 struct GoClients {
-    std::string plain, stripped, error;
+    std::string dir, plain, stripped, error;
+    GoClients() = default;
+    GoClients(GoClients &&o)
+        : dir(std::exchange(o.dir, {})),
+          plain(std::move(o.plain)),
+          stripped(std::move(o.stripped)),
+          error(std::move(o.error)) {}
+    ~GoClients() {
+        if (!dir.empty()) {
+            std::error_code ec;
+            std::filesystem::remove_all(dir, ec);
+        }
+    }
 };
 
 const GoClients &go_clients() {
@@ -43,6 +56,7 @@ const GoClients &go_clients() {
             return g;
         }
         const std::string d = dir;
+        g.dir = d;
         const std::string src = std::string(MYSQLTRACE_SOURCE_DIR) + "/tests/testprogs/go_client";
         for (bool strip : {false, true}) {
             const std::string out = d + (strip ? "/go_client_stripped" : "/go_client");

@@ -20,7 +20,9 @@
 // blocked in Read (the netpoller parks it until the server answers) usually
 // resumes on another thread (M), and may be preempted anywhere. The key is
 // (tgid, g): g is unique among a process's live goroutines, and Go reuses a
-// dead g only for a new goroutine, which cannot be inside a call.
+// dead g only for a new goroutine. A call left by a panic reaches no RET:
+// its entry stays until that g's next call replaces it (or the LRU evicts
+// it), and the g's socket syscalls meanwhile count as TLS records.
 //
 // The socket: the read/write syscalls the same goroutine makes inside the
 // call (sys_exit_record in client.bpf.c asks go_tls_call() when the thread

@@ -110,13 +110,14 @@ class ClientGo : public ::testing::TestWithParam<ServerFlavour> {
         return argv;
     }
 
-    // Starts the Go client (it waits for its first command on stdin),
-    // attaches the tracer to the running Go process — its executable must
-    // be mapped when the tracer looks for crypto/tls — plays `steps`, and
-    // checks every answer and the trace against `expected`. Returns the
-    // tracer's stderr.
+    // Starts the Go client (it waits for its first command on stdin), plays
+    // `before` untraced, attaches the tracer to the running Go process — its
+    // executable must be mapped when the tracer looks for crypto/tls —
+    // plays `steps`, and checks every answer and the trace against
+    // `expected`. Returns the tracer's stderr.
     std::string check(const std::string &expected, const std::vector<std::string> &argv,
-                      const std::vector<Step> &steps, const std::string &out) {
+                      const std::vector<Step> &steps, const std::string &out,
+                      const std::vector<Step> &before = {}) {
         GatedClient c(argv);
         c.open_gate();
         const std::string exe = "/proc/" + std::to_string(c.pid()) + "/exe";
@@ -124,6 +125,9 @@ class ClientGo : public ::testing::TestWithParam<ServerFlavour> {
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
         EXPECT_EQ(std::filesystem::read_symlink(exe), argv[0]);
+        for (const auto &step : before) {
+            EXPECT_EQ(c.command(step.command), step.answer) << step.command;
+        }
         BackgroundCommand tracer(
             {MYSQLTRACE_BINARY, "-v", "client", "--pid", std::to_string(c.pid()), "--output", out});
         EXPECT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop")) << tracer.stderr_so_far();
@@ -170,6 +174,17 @@ TEST_P(ClientGo, TcpMultiStatements) {
           out_);
 }
 
+// Connections open before the trace are joined at their next command, as
+// for the other clients.
+const std::vector<Step> kBeforeTrace = {{"connect", "ok"},
+                                        {"query select a, b from mt.t order by a", "ok 1 2"}};
+const std::vector<Step> kAfterAttach = {
+    {"query select 1 from dual where 1 = 0", "ok 1 0"}, {"ping", "ok"}, {"quit", "ok"}};
+
+TEST_P(ClientGo, AttachMidConnection) {
+    check("go_mid_connection", client(go_clients().plain, false), kAfterAttach, out_, kBeforeTrace);
+}
+
 // TLS: the socket carries TLS records; the cleartext comes from the uprobes
 // on crypto/tls in the executable.
 class ClientGoTls : public ClientGo {
@@ -204,6 +219,13 @@ TEST_P(ClientGoTls, TlsStrippedBinary) {
         check("go_tls", client(go_clients().stripped, true, {"--ssl"}), tls_steps(mysql()), out_);
     EXPECT_NE(err.find("(by .gopclntab)"), std::string::npos) << err;
     EXPECT_EQ(err.find("warning"), std::string::npos) << err;
+}
+
+TEST_P(ClientGoTls, AttachMidConnection) {
+    // The TLS session was set up before the trace: its socket is learnt
+    // from the syscalls of the first Write after the attach.
+    check("go_tls_mid_connection", client(go_clients().plain, true, {"--ssl"}), kAfterAttach, out_,
+          kBeforeTrace);
 }
 
 TEST_P(ClientGoTls, BigStatementAndResult) {

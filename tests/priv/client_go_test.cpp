@@ -6,6 +6,7 @@
 // the executable, probed at (*Conn).Read/Write's entries and RETs), and the
 // same TLS trace from a binary built with -ldflags=-s -w (no ELF symbol
 // table: the functions are found in Go's .gopclntab).
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "client/go_tls.h"
 #include "harness/mariadb_server.h"
 #include "priv/cli_util.h"
 #include "priv/client_session.h"
@@ -288,6 +290,45 @@ TEST_P(ClientGoTls, GoroutinesOnTheirOwnConnections) {
         EXPECT_EQ(goroutines.size(), 1u) << conn;
     }
     EXPECT_EQ(rows, 200);
+}
+
+// Go's own function table gives the stripped binary the same functions,
+// probe sites and RETs as the ELF symbol table gives the unstripped one
+// (the two builds have the same code).
+TEST(ClientGoBinary, PclntabAgreesWithSymtab) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    const auto &g = go_clients();
+    ASSERT_TRUE(g.error.empty()) << g.error;
+    auto plain = mysqltrace::client::find_go_tls_in_file(g.plain);
+    auto stripped = mysqltrace::client::find_go_tls_in_file(g.stripped);
+    EXPECT_TRUE(plain.warnings.empty());
+    EXPECT_TRUE(stripped.warnings.empty());
+    ASSERT_EQ(plain.functions.size(), 2u);
+    ASSERT_EQ(stripped.functions.size(), 2u);
+    for (auto *fs : {&plain.functions, &stripped.functions}) {
+        std::sort(fs->begin(), fs->end(),
+                  [](const auto &x, const auto &y) { return x.symbol < y.symbol; });
+    }
+    for (size_t i = 0; i < 2; i++) {
+        const auto &a = plain.functions[i];
+        const auto &b = stripped.functions[i];
+        EXPECT_EQ(a.found_by, ".symtab");
+        EXPECT_EQ(b.found_by, ".gopclntab");
+        EXPECT_EQ(a.symbol, b.symbol);
+        EXPECT_EQ(a.func, b.func);
+        EXPECT_EQ(a.entry.offset, b.entry.offset) << a.symbol;
+        EXPECT_EQ(a.entry.instruction, b.entry.instruction) << a.symbol;
+        ASSERT_EQ(a.returns.size(), b.returns.size()) << a.symbol;
+        for (size_t r = 0; r < a.returns.size(); r++) {
+            EXPECT_EQ(a.returns[r].offset, b.returns[r].offset) << a.symbol;
+            EXPECT_EQ(a.returns[r].instruction, "ret");
+        }
+        EXPECT_GE(a.returns.size(), 2u) << a.symbol;
+    }
+    // Not Go: nothing, and no warning.
+    auto c = mysqltrace::client::find_go_tls_in_file("/bin/true");
+    EXPECT_TRUE(c.functions.empty());
+    EXPECT_TRUE(c.warnings.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavours, ClientGo, ::testing::ValuesIn(all_flavours()), param_name);

@@ -142,7 +142,8 @@ GoTlsScan find_go_tls_in_file(const std::string &path) {
             continue;
         }
         scan.functions.push_back({func, sym.name, path, found_by,
-                                  elf::place_entry_probe(*code, *off), std::move(rets).value()});
+                                  elf::place_entry_probe(*code, *off), std::move(rets).value(),
+                                  -1});
     }
     if (scan.functions.size() == 1) {
         // Read without Write (or the reverse) would show half of each
@@ -175,6 +176,7 @@ Result<GoTlsScan> find_go_tls_functions(pid_t pid) {
         }
         GoTlsScan one = find_go_tls_in_file(*path);
         for (auto &f : one.functions) {
+            f.pid = pid;
             all.functions.push_back(std::move(f));
         }
         for (auto &w : one.warnings) {

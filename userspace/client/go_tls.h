@@ -24,6 +24,7 @@ struct GoTlsFunction {
     std::string found_by;  // ".symtab" or ".gopclntab"
     elf::ProbeSite entry;
     std::vector<elf::ProbeSite> returns;  // one per RET instruction
+    pid_t pid = -1;                       // the process it was found in (find_go_tls_functions)
 };
 
 struct GoTlsScan {

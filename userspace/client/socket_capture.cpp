@@ -123,13 +123,13 @@ Result<void> SocketCapture::attach_tls(pid_t pid) {
 }
 
 Result<void> SocketCapture::attach_go_tls(const GoTlsFunction &f) {
-    // Every process that maps the executable gets the probes (a Go program
-    // started again, a fork); the pid filter in BPF keeps the traced ones.
+    // For the traced process only: other processes running the same
+    // executable would pay for the single-stepped probes too.
     auto attach_one = [&](bpf_program *prog, uint64_t offset) -> Result<void> {
         bpf_uprobe_opts o{};
         o.sz = sizeof(o);
         o.bpf_cookie = f.func;
-        bpf_link *l = bpf_program__attach_uprobe_opts(prog, -1, f.path.c_str(), offset, &o);
+        bpf_link *l = bpf_program__attach_uprobe_opts(prog, f.pid, f.path.c_str(), offset, &o);
         if (l == nullptr) {
             return make_error(errno, "cannot attach a uprobe to " + f.symbol + " in " + f.path);
         }

@@ -341,6 +341,8 @@ int BPF_PROG(client_sys_enter, struct pt_regs *regs, long id)
     return 0;
 }
 
+#include "client_go.bpf.h"
+
 // The end of a socket syscall: what was transferred, into `ev`.
 // `state` is the socket's entry in mt_socks, if it has one.
 static __always_inline void sys_exit_record(struct mt_sock_event *ev, struct inflight *in,
@@ -362,6 +364,8 @@ static __always_inline void sys_exit_record(struct mt_sock_event *ev, struct inf
           in->nr == NR_sendmsg) ? MT_SOCK_SEND : MT_SOCK_RECV;
 
     tls = bpf_map_lookup_elem(&tls_calls, &tid);
+    if (!tls)
+        tls = go_tls_call();
     if (tls) {
         // Inside SSL_read/SSL_write: these bytes are TLS records, and the
         // cleartext comes from the library call itself. Keep their length.

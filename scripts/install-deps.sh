@@ -17,6 +17,8 @@ packages=(
   googletest libgtest-dev libgmock-dev clang-format
   mariadb-server mariadb-client libmariadb-dev libssl-dev libgnutls28-dev
   python3 python3-pymysql procps openssl
+  # a Go client (go-sql-driver/mysql) for the client capture's Go TLS probes
+  golang-go golang-github-go-sql-driver-mysql-dev
   # pt-query-digest reads `server --format slowlog` in the tests
   percona-toolkit
   # the agent's /metrics: promtool checks the page, and a Prometheus of the

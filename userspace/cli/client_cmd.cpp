@@ -38,8 +38,9 @@ void register_client(CLI::App &app, const GlobalOptions &global, RunFn &run) {
         ->required();
     add_protocol_options(cmd, *a);
     cmd->add_flag("--follow-forks", a->follow_forks, "Also trace processes the clients fork");
-    cmd->add_flag("--no-tls", a->no_tls,
-                  "Do not probe OpenSSL/GnuTLS for the cleartext of encrypted connections");
+    cmd->add_flag(
+        "--no-tls", a->no_tls,
+        "Do not probe OpenSSL/GnuTLS/Go crypto/tls for the cleartext of encrypted connections");
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_client(*a, global); }; });
 }
 

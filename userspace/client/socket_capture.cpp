@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 
 #include "client.skel.h"
+#include "client/go_tls.h"
 #include "client/tls_probes.h"
 #include "proc/maps.h"
 
@@ -35,6 +36,23 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
         return r.error();
     }
     const bool shim = !opts.shim_path.empty();
+    // Go programs: found before the load, which fixes go_tls.
+    std::vector<GoTlsFunction> go_funcs;
+    if (!shim && opts.tls) {
+        for (pid_t pid : opts.pids) {
+            auto scan = find_go_tls_functions(pid);
+            if (!scan) {
+                return scan.error();
+            }
+            for (auto &f : scan->functions) {
+                go_funcs.push_back(std::move(f));
+            }
+            for (auto &w : scan->warnings) {
+                c->tls_warnings_.push_back(std::move(w));
+            }
+        }
+        c->skel_->rodata->go_tls = go_funcs.empty() ? 0 : 1;
+    }
     if (shim) {
         // The shim reports the I/O itself: no syscall probes on the machine.
         bpf_program__set_autoattach(c->skel_->progs.client_sys_enter, false);
@@ -70,6 +88,11 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
                 return r.error();
             }
         }
+        for (const auto &f : go_funcs) {
+            if (auto r = c->attach_go_tls(f); !r) {
+                return r.error();
+            }
+        }
     }
     return c;
 }
@@ -96,6 +119,35 @@ Result<void> SocketCapture::attach_tls(pid_t pid) {
         tls_probes_.push_back(f.symbol + " in " + f.path + " on `" + f.site.instruction + "` (" +
                               elf::probe_cost_name(f.site.cost) + ")");
     }
+    return {};
+}
+
+Result<void> SocketCapture::attach_go_tls(const GoTlsFunction &f) {
+    // For the traced process only: other processes running the same
+    // executable would pay for the single-stepped probes too.
+    auto attach_one = [&](bpf_program *prog, uint64_t offset) -> Result<void> {
+        bpf_uprobe_opts o{};
+        o.sz = sizeof(o);
+        o.bpf_cookie = f.func;
+        bpf_link *l = bpf_program__attach_uprobe_opts(prog, f.pid, f.path.c_str(), offset, &o);
+        if (l == nullptr) {
+            return make_error(errno, "cannot attach a uprobe to " + f.symbol + " in " + f.path);
+        }
+        links_.emplace_back(l);
+        return {};
+    };
+    if (auto r = attach_one(skel_->progs.client_go_tls_enter, f.entry.offset); !r) {
+        return r;
+    }
+    for (const auto &ret : f.returns) {
+        if (auto r = attach_one(skel_->progs.client_go_tls_ret, ret.offset); !r) {
+            return r;
+        }
+    }
+    tls_probes_.push_back(f.symbol + " in " + f.path + " (by " + f.found_by + ") on `" +
+                          f.entry.instruction + "` (" + elf::probe_cost_name(f.entry.cost) +
+                          ") and its " + std::to_string(f.returns.size()) + " RET instructions (" +
+                          elf::probe_cost_name(f.returns.front().cost) + ")");
     return {};
 }
 

@@ -49,12 +49,16 @@ class SocketCapture {
     bpf::RingSet &rings() { return *rings_; }
     // TLS functions probed, "SSL_read in /usr/lib/.../libssl.so.3 on `push rbp` (emulated)".
     const std::vector<std::string> &tls_probes() const { return tls_probes_; }
+    // Processes whose TLS cleartext cannot be seen, and why (a stripped Go
+    // binary whose function table is not read, ...).
+    const std::vector<std::string> &tls_warnings() const { return tls_warnings_; }
     uint64_t undecodable() const { return undecodable_; }
 
   private:
     SocketCapture() = default;
     void on_record(std::span<const uint8_t> rec);
     Result<void> attach_tls(pid_t pid);
+    Result<void> attach_go_tls(const struct GoTlsFunction &f);
     Result<void> attach_shim(const std::string &path, bool api);
 
     ::client *skel_ = nullptr;
@@ -62,6 +66,7 @@ class SocketCapture {
     CaptureSinks sinks_;
     std::vector<bpf::Link> links_;
     std::vector<std::string> tls_probes_;
+    std::vector<std::string> tls_warnings_;
     uint64_t undecodable_ = 0;
 };
 

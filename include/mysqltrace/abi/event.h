@@ -423,6 +423,8 @@ enum mt_tls_func {
         4,  // int SSL_write_ex(SSL *, const void *buf, size_t num, size_t *written)
     MT_TLS_GNUTLS_RECV = 5,  // ssize_t gnutls_record_recv(session, void *data, size_t size)
     MT_TLS_GNUTLS_SEND = 6,  // ssize_t gnutls_record_send(session, const void *data, size_t size)
+    MT_TLS_GO_READ = 7,      // Go: func (c *tls.Conn) Read(b []byte) (int, error)
+    MT_TLS_GO_WRITE = 8,     // Go: func (c *tls.Conn) Write(b []byte) (int, error)
 };
 
 // What the kernel side does with a socket, kept per struct sock.

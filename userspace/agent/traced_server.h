@@ -45,6 +45,7 @@ struct TracedServerOptions {
     uint32_t max_sql = 65536;
     uint64_t ring_bytes_per_cpu = 1u << 20;
     bool show_secrets = false;
+    bool operator==(const TracedServerOptions &) const = default;
 };
 
 class TracedServer {

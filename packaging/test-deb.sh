@@ -355,9 +355,16 @@ MANWIDTH=100 MANPAGER=cat man mysqltrace 2>"$work/man.err" >"$work/man.txt"
 [[ ! -s $work/man.err ]] || fail "man mysqltrace: $(cat "$work/man.err")"
 subs=$("$mt" --help | sed -n '/^Subcommands:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
 [[ -n $subs ]] || fail "mysqltrace --help lists no subcommands"
+# ... and a page of its own, which man finds and formats.
 for s in $subs; do
   grep -q "^   mysqltrace $s\$" "$work/man.txt" || fail "man mysqltrace has no section for $s"
+  [[ $(man -w "mysqltrace-$s") = /usr/share/man/man8/mysqltrace-$s.8.gz ]] ||
+    fail "man -w mysqltrace-$s"
+  MANWIDTH=100 MANPAGER=cat man "mysqltrace-$s" 2>"$work/man-$s.err" >"$work/man-$s.txt"
+  [[ ! -s $work/man-$s.err ]] || fail "man mysqltrace-$s: $(cat "$work/man-$s.err")"
 done
+grep -q "^CONFIGURATION FILE" "$work/man-agent.txt" ||
+  fail "man mysqltrace-agent does not describe the configuration file"
 # The completion: subcommands, and options of each.
 complete_line() {
   bash -c 'source /usr/share/bash-completion/completions/mysqltrace

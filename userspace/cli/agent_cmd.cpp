@@ -94,8 +94,8 @@ void register_agent(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     };
     cmd->add_option("-c,--config", a->config,
                     "INI file of the outputs and of modes per server ([agent], [server "
-                    "port=3307], ...: see the AGENT CONFIGURATION section of mysqltrace(8)). The "
-                    "options below override its settings; SIGHUP reads it again")
+                    "port=3307], ...: see mysqltrace-agent(8)). The options below override its "
+                    "settings; SIGHUP reads it again")
         ->option_text("FILE");
     cmd->add_flag("--check-config", a->check_config,
                   "Check the configuration (--config and the options), print the settings that "

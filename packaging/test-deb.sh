@@ -13,15 +13,18 @@
 # 2. lintian on the .changes: no error, and every warning is listed with its
 #    reason in packaging/README.md.
 # 3. apt-get install ./mysqltrace_*.deb, then checks the installed files, the
-#    man page, the completion and the systemd unit (valid, not enabled).
+#    man pages, the completion and the systemd units (valid; the agent's
+#    enabled, the template not), and the default agent.conf (--check-config).
 # 4. Using only installed paths: mysqltrace doctor; a throwaway MariaDB
 #    server traced by `mysqltrace server` into rotating files; a client run
-#    under `mysqltrace run` (the installed shim); the service's wrapper with
-#    the installed settings and the unit's capabilities; pfs-sql trace files
-#    merged and loaded into the tables of the installed schema.sql.
+#    under `mysqltrace run` (the installed shim); the agent service's command
+#    with the installed agent.conf and the unit's capabilities (and its
+#    reload); the template service's wrapper with the installed settings and
+#    the unit's capabilities; pfs-sql trace files merged and loaded into the
+#    tables of the installed schema.sql.
 # 5. apt-get purge: no file of the package, nor /etc/mysqltrace or
-#    /var/log/mysqltrace, nor the link of an instance enabled in step 3, is
-#    left, and nothing else named *mysqltrace*.
+#    /var/log/mysqltrace, nor the links of the agent's unit and of an
+#    instance enabled in step 3, is left, and nothing else named *mysqltrace*.
 #
 # With --suite (bookworm, trixie), for each suite in its own chroots
 # (packaging/deb-chroot.sh) rather than here: 1. with build-deb.sh --suite,
@@ -99,6 +102,7 @@ mt=/usr/sbin/mysqltrace
 shim=/usr/lib/$multiarch/mysqltrace/libmysqltrace-shim.so
 # Debian 13's debhelper installs units under /usr (merged /usr).
 unit=/lib/systemd/system/mysqltrace@.service
+agent_unit=/lib/systemd/system/mysqltrace.service
 work=$(mktemp -d -t mysqltrace-test-deb-XXXXXX)
 installed=0
 bg=""
@@ -329,18 +333,21 @@ dpkg -L mysqltrace | sort >"$work/files"
 version=$(dpkg-query -W -f='${Version}' mysqltrace)
 if grep -qxF "/usr$unit" "$work/files"; then
   unit=/usr$unit
+  agent_unit=/usr$agent_unit
 fi
 for f in "$mt" "$shim" /usr/share/mysqltrace/schema.sql /usr/share/man/man8/mysqltrace.8.gz \
   /usr/share/bash-completion/completions/mysqltrace /usr/share/doc/mysqltrace/copyright \
   /usr/share/doc/mysqltrace/changelog.gz /usr/libexec/mysqltrace/mysqltrace-service "$unit" \
-  /etc/mysqltrace/mysqltrace.conf /usr/share/mysqltrace/grafana/mysqltrace-dashboard.json; do
+  /etc/mysqltrace/mysqltrace.conf "$agent_unit" /etc/mysqltrace/agent.conf \
+  /usr/share/mysqltrace/grafana/mysqltrace-dashboard.json; do
   grep -qxF "$f" "$work/files" || fail "the package does not install $f"
   [[ -f $f ]] || fail "$f is missing after install"
 done
 # (A suite's build, VERSION~debNNuM, is of the program's VERSION.)
 [[ $("$mt" --version) = "mysqltrace ${version%%~deb*}" ]] || fail "mysqltrace --version: $("$mt" --version)"
-dpkg-query -W -f='${Conffiles}\n' mysqltrace | grep -q ' /etc/mysqltrace/mysqltrace.conf ' ||
-  fail "/etc/mysqltrace/mysqltrace.conf is not a conffile"
+for f in /etc/mysqltrace/mysqltrace.conf /etc/mysqltrace/agent.conf; do
+  dpkg-query -W -f='${Conffiles}\n' mysqltrace | grep -q " $f " || fail "$f is not a conffile"
+done
 [[ $(stat -c %a /var/log/mysqltrace) = 750 ]] || fail "/var/log/mysqltrace is not 0750"
 
 # The man page: found by man, and a section for every subcommand there is.
@@ -349,9 +356,16 @@ MANWIDTH=100 MANPAGER=cat man mysqltrace 2>"$work/man.err" >"$work/man.txt"
 [[ ! -s $work/man.err ]] || fail "man mysqltrace: $(cat "$work/man.err")"
 subs=$("$mt" --help | sed -n '/^Subcommands:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
 [[ -n $subs ]] || fail "mysqltrace --help lists no subcommands"
+# ... and a page of its own, which man finds and formats.
 for s in $subs; do
   grep -q "^   mysqltrace $s\$" "$work/man.txt" || fail "man mysqltrace has no section for $s"
+  [[ $(man -w "mysqltrace-$s") = /usr/share/man/man8/mysqltrace-$s.8.gz ]] ||
+    fail "man -w mysqltrace-$s"
+  MANWIDTH=100 MANPAGER=cat man "mysqltrace-$s" 2>"$work/man-$s.err" >"$work/man-$s.txt"
+  [[ ! -s $work/man-$s.err ]] || fail "man mysqltrace-$s: $(cat "$work/man-$s.err")"
 done
+grep -q "^CONFIGURATION FILE" "$work/man-agent.txt" ||
+  fail "man mysqltrace-agent does not describe the configuration file"
 # The completion: subcommands, and options of each.
 complete_line() {
   bash -c 'source /usr/share/bash-completion/completions/mysqltrace
@@ -361,23 +375,39 @@ complete_line() {
 [[ $(complete_line "mysqltrace serv") = server ]] || fail "completion of 'mysqltrace serv'"
 [[ $(complete_line "mysqltrace server --rotate-s") = --rotate-size ]] ||
   fail "completion of 'mysqltrace server --rotate-s'"
-# The unit: valid, and not enabled by installing.
+# The units: valid; installing enabled the agent's and not the template.
 if command -v systemd-analyze >/dev/null; then
   mkdir -p "$work/unit"
   cp "$unit" "$work/unit/mysqltrace@mariadb.service"
+  cp "$agent_unit" "$work/unit/mysqltrace.service"
   # --man=no: its check of Documentation=man:... formats the page as root,
   # which leaves a copy under /var/cache/man (man-db's to expire, not the
   # package's to purge); `man -w` above found the page already.
-  systemd-analyze verify --man=no "$work/unit/mysqltrace@mariadb.service" >"$work/verify.log" 2>&1 ||
-    true
+  systemd-analyze verify --man=no "$work/unit/mysqltrace@mariadb.service" \
+    "$work/unit/mysqltrace.service" >"$work/verify.log" 2>&1 || true
   if [[ -s $work/verify.log ]]; then
     cat "$work/verify.log" >&2
-    fail "systemd-analyze verify $unit"
+    fail "systemd-analyze verify $unit $agent_unit"
   fi
 fi
-if find /etc/systemd -name 'mysqltrace*' | grep -q .; then
-  fail "installing enabled the unit: $(find /etc/systemd -name 'mysqltrace*')"
-fi
+enabled=$(find /etc/systemd -name 'mysqltrace*' | sort | tr '\n' ' ')
+[[ $enabled = "/etc/systemd/system/multi-user.target.wants/mysqltrace.service " ]] ||
+  fail "installing enabled '$enabled', not the agent's unit alone"
+# The documented default configuration: valid, json under /var/log/mysqltrace.
+"$mt" agent --config /etc/mysqltrace/agent.conf --check-config >"$work/check-config.out" \
+  2>"$work/check-config.err" ||
+  fail "the installed agent.conf does not check: $(cat "$work/check-config.err")"
+for line in "output_dir = /var/log/mysqltrace" "formats = json" "stages = sampled" \
+  "metrics_listen = 127.0.0.1:9715" "control_socket = /run/mysqltrace/agent.sock"; do
+  grep -qxF "$line" "$work/check-config.out" ||
+    fail "agent --check-config of the installed agent.conf lacks '$line': $(cat "$work/check-config.out")"
+done
+printf '[agent]\nformats = json\nstagez = off\n' >"$work/bad.conf"
+rc=0
+"$mt" agent --config "$work/bad.conf" --check-config >/dev/null 2>"$work/bad.err" || rc=$?
+[[ $rc -eq 2 ]] || fail "agent --check-config of a bad file exited $rc, not 2"
+grep -q "^mysqltrace: $work/bad.conf:3: key 'stagez': unknown key (known: " "$work/bad.err" ||
+  fail "agent --check-config of a bad file: $(cat "$work/bad.err")"
 # An administrator's instance (systemctl enable works without a running
 # systemd): the purge must not leave its link behind.
 systemctl enable mysqltrace@mariadb.service >"$work/enable.log" 2>&1 ||
@@ -464,6 +494,96 @@ if grep -q "tls$" "$work/run.out"; then
   log "run traced a TLS session"
 fi
 
+# systemd runs a service as root with only its unit's capabilities and no
+# new privileges: unit_bounding UNIT sets `bounding` to setpriv's spelling
+# of that set.
+declare -A cap_bit=([CAP_DAC_READ_SEARCH]=2 [CAP_SYS_PTRACE]=19 [CAP_SYS_ADMIN]=21
+  [CAP_SYS_RESOURCE]=24 [CAP_PERFMON]=38 [CAP_BPF]=39)
+machine_caps=$((16#$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status)))
+unit_bounding() {
+  local c
+  local -a unit_caps
+  bounding=-all
+  # (systemd adds up several CapabilityBoundingSet= lines.)
+  read -r -a unit_caps < <(sed -n 's/^CapabilityBoundingSet=//p' "$1" | tr '\n' ' ' && echo)
+  [[ ${#unit_caps[@]} -gt 0 ]] || fail "$1 sets no CapabilityBoundingSet"
+  for c in "${unit_caps[@]}"; do
+    [[ -n ${cap_bit[$c]:-} ]] || fail "$1 has $c: teach this test its number"
+    # A container may lack one itself (CAP_SYS_RESOURCE, which kernels since
+    # 5.11 do not need for BPF): setpriv cannot grant it.
+    if (((machine_caps >> cap_bit[$c]) & 1)); then
+      bounding+=",+$(echo "${c#CAP_}" | tr '[:upper:]' '[:lower:]')"
+    else
+      log "this machine's bounding set lacks $c: $(basename "$1")'s command runs without it"
+    fi
+  done
+}
+
+log "mysqltrace agent (the agent unit's command, agent.conf and capabilities)"
+unit_bounding "$agent_unit"
+read -r -a agent_cmd < <(sed -n 's/^ExecStart=//p' "$agent_unit")
+[[ "${agent_cmd[*]}" = "$mt agent --config /etc/mysqltrace/agent.conf" ]] ||
+  fail "$agent_unit runs '${agent_cmd[*]}'"
+# Only the throwaway server: the machine's own (or other tests') are not ours.
+# The file's metrics endpoint and control socket, on a free port and a
+# socket of the test's (the machine may run an agent of its own).
+start_traced "$work/agent.err" setpriv --no-new-privs --inh-caps=-all --bounding-set="$bounding" -- \
+  "${agent_cmd[@]}" --socket-prefix "$work/server/" --metrics-listen 127.0.0.1:0 \
+  --control-socket "$work/agent.sock"
+for _ in $(seq 600); do
+  grep -q "^mysqltrace: attached pid=$MT_PID " "$work/agent.err" && break
+  kill -0 "$bg" 2>/dev/null || break
+  sleep 0.1
+done
+agent_dir=$(sed -n "s/^mysqltrace: attached pid=$MT_PID .* dir=\([^ ]*\) formats=json .*/\1/p" "$work/agent.err")
+[[ $agent_dir = /var/log/mysqltrace/*mariadb-$MT_PORT ]] ||
+  fail "the agent did not attach the server into /var/log/mysqltrace: $(cat "$work/agent.err")"
+for i in $(seq 1 5); do
+  echo "SELECT v, 'mysqltrace-deb-agent' FROM t WHERE id = $i;"
+done | client debtest >/dev/null
+# The statements on the metrics page (a scrape over bash's /dev/tcp: no
+# HTTP client in the chroot) and through the control socket (mysqltrace top).
+metrics=$(sed -n 's|^mysqltrace: metrics at http://\([^/]*\)/metrics$|\1|p' "$work/agent.err")
+[[ -n $metrics ]] || fail "the agent did not serve its metrics: $(cat "$work/agent.err")"
+for _ in $(seq 50); do
+  exec 3<>"/dev/tcp/${metrics%:*}/${metrics##*:}"
+  printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$metrics" >&3
+  cat <&3 >"$work/metrics.txt"
+  exec 3<&-
+  grep -q "^mysqltrace_statements_total{.*command=\"statement/sql/select\".*} 5$" \
+    "$work/metrics.txt" && break
+  sleep 0.1
+done
+grep -q "^mysqltrace_statements_total{.*command=\"statement/sql/select\".*} 5$" "$work/metrics.txt" ||
+  fail "the metrics page does not count the 5 SELECTs: $(grep '^mysqltrace_statements_total' "$work/metrics.txt")"
+"$mt" top --control-socket "$work/agent.sock" --batch --duration 1.5 >"$work/top.out" 2>&1 ||
+  fail "mysqltrace top failed: $(cat "$work/top.out")"
+grep -qF "SELECT v, ? FROM t WHERE id = ?" "$work/top.out" ||
+  fail "mysqltrace top does not show the SELECTs: $(cat "$work/top.out")"
+# The unit's ExecReload (kill -HUP): the file read again, nothing changed.
+kill -HUP "$bg"
+for _ in $(seq 100); do
+  grep -q "SIGHUP: read /etc/mysqltrace/agent.conf again" "$work/agent.err" && break
+  sleep 0.1
+done
+grep -q "SIGHUP: read /etc/mysqltrace/agent.conf again" "$work/agent.err" ||
+  fail "the agent did not read its configuration again on SIGHUP: $(cat "$work/agent.err")"
+client debtest -e "SELECT v, 'mysqltrace-deb-agent' FROM t WHERE id = 6" >/dev/null
+kill -TERM "$bg"
+wait "$bg" || fail "the agent exited $? (stderr: $(cat "$work/agent.err"))"
+bg=""
+# The 6 SELECTs; on a server without the one-probe path (Debian 13's
+# MariaDB 11.8) also the clients' commands (statement/com/...): the totals
+# count every one the file holds.
+[[ $(grep -c '"kind":"statement",.*"EVENT_NAME":"statement/sql/select"' "$agent_dir/statements.json") -eq 6 &&
+  $(grep -c "'mysqltrace-deb-agent' FROM t WHERE id = [1-6]\"" "$agent_dir/statements.json") -eq 6 ]] ||
+  fail "$agent_dir/statements.json does not hold the 6 statements: $(cat "$work/agent.err")"
+n=$(grep -c '"kind":"statement"' "$agent_dir/statements.json")
+grep -q "^mysqltrace: detached pid=$MT_PID (terminated): $n statements, 0 records dropped" \
+  "$work/agent.err" || fail "the agent's totals are not the file's $n statements: $(cat "$work/agent.err")"
+[[ $(stat -c %a "$agent_dir/statements.json") = 600 ]] || fail "the agent's trace is not 0600"
+[[ ! -e $agent_dir/slow.log ]] || fail "the default agent.conf wrote a slow log"
+
 log "mysqltrace-service (the unit's wrapper, settings and capabilities)"
 pidfile=$work/server/mariadbd.pid
 instance=$(systemd-escape --path "$pidfile")
@@ -474,25 +594,8 @@ SERVER_OPTIONS="--duration 4"
 ROTATE_SIZE=2k
 ROTATE_KEEP=3
 EOF
-# systemd runs it as root with only the unit's capabilities and no new
-# privileges; %I is the unescaped instance, %i the escaped one.
-declare -A cap_bit=([CAP_DAC_READ_SEARCH]=2 [CAP_SYS_PTRACE]=19 [CAP_SYS_ADMIN]=21
-  [CAP_SYS_RESOURCE]=24 [CAP_PERFMON]=38 [CAP_BPF]=39)
-machine_caps=$((16#$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status)))
-bounding=-all
-# (systemd adds up several CapabilityBoundingSet= lines.)
-read -r -a unit_caps < <(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr '\n' ' ' && echo)
-[[ ${#unit_caps[@]} -gt 0 ]] || fail "$unit sets no CapabilityBoundingSet"
-for c in "${unit_caps[@]}"; do
-  [[ -n ${cap_bit[$c]:-} ]] || fail "$unit has $c: teach this test its number"
-  # A container may lack one itself (CAP_SYS_RESOURCE, which kernels since
-  # 5.11 do not need for BPF): setpriv cannot grant it.
-  if (((machine_caps >> cap_bit[$c]) & 1)); then
-    bounding+=",+$(echo "${c#CAP_}" | tr '[:upper:]' '[:lower:]')"
-  else
-    log "this machine's bounding set lacks $c: the wrapper runs without it"
-  fi
-done
+# %I is the unescaped instance, %i the escaped one.
+unit_bounding "$unit"
 start_traced "$work/service.err" env MYSQLTRACE_CONF_DIR="$work/conf" \
   setpriv --no-new-privs --inh-caps=-all --bounding-set="$bounding" -- \
   /usr/libexec/mysqltrace/mysqltrace-service "${pidfile#/}" "$instance"

@@ -2,16 +2,18 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Checks the generated man page and bash completion against the binary.
 
-  check_cli_docs.py BINARY MAN_PAGE COMPLETION
+  check_cli_docs.py BINARY MAN_PAGE COMPLETION [PAGES_DIR]
 
 Independently of the generator's parser: every subcommand that
-`mysqltrace --help` lists must have its section in the man page, and every
-option name that a `--help` prints (an item line starting with "  -") must
-appear in that section and in the subcommand's completion list. The page
-must format without groff warnings, and the completion must complete
+`mysqltrace --help` lists must have its section in the man page (and with
+PAGES_DIR its own page there, mysqltrace-SUB.8), and every option name that
+a `--help` prints (an item line starting with "  -") must appear in that
+section (and page) and in the subcommand's completion list. The pages must
+format without groff warnings, and the completion must complete
 subcommands, options and option values in a real bash.
 """
 
+import os
 import re
 import shutil
 import subprocess
@@ -86,7 +88,9 @@ complete_line "mysqltrace -"
 
 def main():
     binary, man_path, completion_path = sys.argv[1:4]
+    pages_dir = sys.argv[4] if len(sys.argv) > 4 else None
     problems = []
+    pages = [man_path]
     with open(man_path, encoding="utf-8") as f:
         page = plain(f.read())
     with open(completion_path, encoding="utf-8") as f:
@@ -105,18 +109,33 @@ def main():
         words = completion_words(script, sub)
         if not words:
             problems.append("completion: no option list for %r" % (sub or "mysqltrace"))
+        own = None
+        if sub and pages_dir:
+            path = os.path.join(pages_dir, "mysqltrace-%s.8" % sub)
+            if not os.path.exists(path):
+                problems.append("no page %s for %s" % (path, sub))
+            else:
+                pages.append(path)
+                with open(path, encoding="utf-8") as f:
+                    own = plain(f.read())
+                if not re.search(r"^\.SH NAME\nmysqltrace-%s - \S" % re.escape(sub), own, re.M):
+                    problems.append("%s: no NAME line 'mysqltrace-%s - ...'" % (path, sub))
         for name in option_names(helptext(binary, *([sub] if sub else []))):
             checked += 1
             if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(name), found[sub]):
                 problems.append("man page: %s prints %s, its section does not" % (what, name))
+            if own is not None and not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(name), own):
+                problems.append("mysqltrace-%s.8: %s prints %s, the page does not" %
+                                (sub, what, name))
             if name not in words:
                 problems.append("completion: %s prints %s, the completion does not" % (what, name))
 
     if shutil.which("groff"):
-        r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", man_path],
-                           capture_output=True, text=True)
-        if r.returncode != 0 or r.stderr.strip():
-            problems.append("groff warnings:\n" + r.stderr)
+        for path in pages:
+            r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", path],
+                               capture_output=True, text=True)
+            if r.returncode != 0 or r.stderr.strip():
+                problems.append("groff warnings in %s:\n%s" % (path, r.stderr))
 
     r = subprocess.run(["bash", "-c", COMPLETE, "check", completion_path], capture_output=True,
                        text=True)
@@ -130,8 +149,8 @@ def main():
         print("check_cli_docs: " + p, file=sys.stderr)
     if problems:
         return 1
-    print("check_cli_docs: %d subcommands, %d options: all in the man page and the completion" %
-          (len(subs), checked))
+    print("check_cli_docs: %d subcommands, %d options: all in the man page%s and the completion" %
+          (len(subs), checked, ", the subcommands' pages" if pages_dir else ""))
     return 0
 
 

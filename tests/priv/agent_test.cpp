@@ -3,7 +3,10 @@
 // MariaDB servers and MySQL 9.7 in its chroot, each attached (its labels
 // logged), traced into its own files, detached when it stops with none of
 // its BPF links or maps left, and a restarted server (same datadir, port
-// and socket, new pid) attached again.
+// and socket, new pid) attached again. A configuration file, its per-server
+// sections and SIGHUP: a disabled server left alone, then attached; another
+// attached again with a format more; a broken file reported, the last good
+// one kept.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -373,6 +376,162 @@ TEST_F(AgentTest, ServersAttachedTracedDetachedAndReattached) {
     const std::string json = first.line["dir"] + "/statements.json";
     EXPECT_EQ(traced_texts(json, again_id), std::vector<std::string>{"SELECT 'after restart'"});
     EXPECT_EQ(others(json, again_id), 0u);
+}
+
+// Every SQL statement's text in a statements.json, in order.
+std::vector<std::string> all_texts(const std::string &path) {
+    std::vector<std::string> out;
+    for (const auto &row : read_json_lines(path)) {
+        if (row.value("kind", "") == "statement" &&
+            row.value("EVENT_NAME", "").starts_with("statement/sql/")) {
+            out.push_back(row.value("SQL_TEXT", ""));
+        }
+    }
+    return out;
+}
+
+// The statements of `workload(server, tag)`, as traced.
+std::vector<std::string> texts_of(std::initializer_list<std::string> tags) {
+    std::vector<std::string> out;
+    for (const auto &t : tags) {
+        out.push_back("SELECT '" + t + "'");
+        out.push_back("SELECT 1 + 41 AS " + t);
+    }
+    return out;
+}
+
+void write_config(const std::string &path, const std::string &text) {
+    // Replaced whole, as an editor's save or a package upgrade does.
+    std::ofstream(path + ".new") << text;
+    fs::rename(path + ".new", path);
+}
+
+size_t count_of(const std::string &text, const std::string &what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+        n++;
+    }
+    return n;
+}
+
+TEST_F(AgentTest, ConfigFileSectionsAndSighupReload) {
+    ServerOptions opts;
+    opts.flavour = ServerFlavour::mariadb;
+    auto a = MariadbServer::start(opts);
+    ASSERT_TRUE(a) << a.error().message;
+    auto b = MariadbServer::start(opts);
+    ASSERT_TRUE(b) << b.error().message;
+    const std::string pa = "pid=" + std::to_string((*a)->pid());
+    const std::string pb = "pid=" + std::to_string((*b)->pid());
+    const std::string dir_a = out_ + "/mariadb-" + std::to_string((*a)->port());
+    const std::string dir_b = out_ + "/mariadb-" + std::to_string((*b)->port());
+    const std::string conf = base_ + "/agent.conf";
+    const std::string agent_section =
+        "# The test's servers only.\n"
+        "[agent]\n"
+        "output_dir = " +
+        out_ +
+        "\n"
+        "socket_prefix = " +
+        base_ +
+        "/\n"
+        "rescan_ms = 200\n"
+        "formats = json\n";
+    write_config(conf, agent_section + "\n[server port=" + std::to_string((*b)->port()) +
+                           "]\nenabled = no\n");
+    BackgroundCommand agent({MYSQLTRACE_BINARY, "agent", "--config", conf, "--control-socket", ""});
+    ASSERT_TRUE(agent.wait_for_stderr("agent watching")) << agent.stderr_so_far();
+    double took = 0;
+    auto line_a = wait_attached(agent, (*a)->pid(), &took);
+    EXPECT_EQ(line_a["dir"], dir_a);
+    EXPECT_EQ(line_a["formats"], "json");
+    const std::string left_alone =
+        "not tracing " + pb + " (" + (*b)->binary_path() +
+        "): disabled by the configuration ([server port=" + std::to_string((*b)->port()) +
+        "] (line 8))\n";
+    EXPECT_TRUE(agent.wait_for_stderr(left_alone)) << agent.stderr_so_far();
+    workload(**a, "before_a");
+    workload(**b, "before_b");
+
+    // B's section goes, A gets one: A gains the slow log, B is traced.
+    write_config(conf, agent_section + "\n[server port=" + std::to_string((*a)->port()) +
+                           "]\nformats = json, slowlog\n");
+    ::kill(agent.pid(), SIGHUP);
+    EXPECT_TRUE(agent.wait_for_stderr("SIGHUP: read " + conf + " again\n"))
+        << agent.stderr_so_far();
+    EXPECT_TRUE(agent.wait_for_stderr(pa +
+                                      ": settings changed (formats json -> json,slowlog) by "
+                                      "[server port=" +
+                                      std::to_string((*a)->port()) +
+                                      "] (line 8): attaching again\n"))
+        << agent.stderr_so_far();
+    EXPECT_TRUE(agent.wait_for_stderr("detached " + pa +
+                                      " (settings changed): 2 statements, 0 records dropped\n"))
+        << agent.stderr_so_far();
+    EXPECT_TRUE(agent.wait_for_stderr(pb + ": enabled by the configuration ([agent]): attaching\n"))
+        << agent.stderr_so_far();
+    // A's second attach line (the first is before the reload).
+    const size_t reload_at = agent.stderr_so_far().find("SIGHUP: read");
+    ASSERT_TRUE(agent.wait_for_stderr("attached " + pa + " ")) << agent.stderr_so_far();
+    for (int i = 0; i < 600; i++) {
+        if (agent.stderr_so_far().find("attached " + pa + " ", reload_at) != std::string::npos) {
+            break;
+        }
+        agent.wait_for_stderr("\n", 100);
+    }
+    auto again_a = agent_line(agent.stderr_so_far().substr(reload_at), "attached " + pa + " ");
+    EXPECT_EQ(again_a["dir"], dir_a);
+    EXPECT_EQ(again_a["formats"], "json,slowlog");
+    auto line_b = wait_attached(agent, (*b)->pid(), &took);
+    EXPECT_EQ(line_b["dir"], dir_b);
+    EXPECT_EQ(line_b["formats"], "json");
+    workload(**a, "after_a");
+    workload(**b, "after_b");
+
+    // A broken file: said with its line and key; the servers go on as they were.
+    write_config(conf, "[agent]\nformats = json\nstagez = off\n");
+    ::kill(agent.pid(), SIGHUP);
+    EXPECT_TRUE(agent.wait_for_stderr(
+        "SIGHUP: " + conf +
+        ":3: key 'stagez': unknown key (known: output_dir, rescan_ms, socket_prefix, "
+        "metrics_listen, control_socket, max_classes, enabled, formats, stages, rotate_size, "
+        "rotate_keep, ring_kib, max_sql, "
+        "show_secrets); going on with the configuration loaded before\n"))
+        << agent.stderr_so_far();
+    workload(**a, "broken_a");
+    workload(**b, "broken_b");
+
+    auto result = agent.stop(SIGTERM);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(count_of(result.err, "not tracing " + pb), 1u) << result.err;
+    EXPECT_EQ(count_of(result.err, "attached " + pa + " "), 2u) << result.err;
+    EXPECT_EQ(count_of(result.err, "attached " + pb + " "), 1u) << result.err;
+    EXPECT_EQ(count_of(result.err, "settings changed"), 2u) << result.err;  // said, detached
+    EXPECT_NE(result.err.find("detached " + pa + " (terminated): 4 statements, 0 records dropped"),
+              std::string::npos)
+        << result.err;
+    EXPECT_NE(result.err.find("detached " + pb + " (terminated): 4 statements, 0 records dropped"),
+              std::string::npos)
+        << result.err;
+    EXPECT_NE(result.err.find("agent stopped (terminated): 3 server(s) attached, 0 running "
+                              "server(s) not traced\n"),
+              std::string::npos)
+        << result.err;
+
+    // A: its first attach's file rotated away by the second; the slow log
+    // from the reload on.
+    EXPECT_EQ(all_texts(dir_a + "/statements.json.1"), texts_of({"before_a"}));
+    EXPECT_EQ(all_texts(dir_a + "/statements.json"), texts_of({"after_a", "broken_a"}));
+    const std::string slow = harness::read_file(dir_a + "/slow.log").value_or("");
+    EXPECT_EQ(count_of(slow, "# Query_time: "), 4u) << slow;
+    for (const auto &t : texts_of({"after_a", "broken_a"})) {
+        EXPECT_EQ(count_of(slow, "\n" + t + ";\n"), 1u) << t << "\n" << slow;
+    }
+    EXPECT_FALSE(fs::exists(dir_a + "/slow.log.1"));
+    // B: nothing while disabled, json only.
+    EXPECT_EQ(all_texts(dir_b + "/statements.json"), texts_of({"after_b", "broken_b"}));
+    EXPECT_FALSE(fs::exists(dir_b + "/statements.json.1"));
+    EXPECT_FALSE(fs::exists(dir_b + "/slow.log"));
 }
 
 }  // namespace

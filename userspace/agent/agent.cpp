@@ -18,6 +18,8 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "agent/control_socket.h"
 #include "agent/metrics.h"
@@ -51,19 +53,30 @@ constexpr uint64_t kSignalTag = 0, kTimerTag = 1, kServerBase = 2, kControlTag =
 
 class Agent {
   public:
-    Agent(const AgentOptions &opts, std::ostream &log) : opts_(opts), log_(log) {}
+    Agent(const AgentOptions &opts, std::ostream &log) : opts_(opts), log_(log) {
+        // What a reload reads the file over: the built-in defaults and the
+        // command line, never the settings of the file read before.
+        base_ = agent_defaults();
+        base_.command_line = opts.command_line;
+        base_.duration_s = opts.duration_s;
+        base_.verbose = opts.verbose;
+    }
     Result<void> run();
 
   private:
     struct Attached {
         std::unique_ptr<TracedServer> server;
         bpf::Fd pidfd;
+        ServerSettings settings;
     };
 
     // One whole line, written at once: a reader of the log (journald, a
     // test) never sees half of it.
     void say(const std::string &line) { log_ << ("mysqltrace: " + line + "\n") << std::flush; }
     bool add(int fd, uint64_t tag);
+    bool set_timer();
+    bool wanted(const ProcessLabels &labels) const;
+    void reload();
     void rescan();
     void attach(const ProcessLabels &labels);
     void refuse(const ProcessLabels &labels, const std::string &why, bool attaching = false);
@@ -72,12 +85,15 @@ class Agent {
     std::string snapshot() const;
     std::string metrics_text();
 
-    const AgentOptions &opts_;
+    AgentOptions opts_, base_;
     std::ostream &log_;
-    bpf::Fd ep_;
+    bpf::Fd ep_, timer_;
     std::unique_ptr<ControlSocket> control_;
     std::map<uint64_t, Attached> attached_;  // by serial
     std::set<ProcessId> traced_, refused_, waiting_;
+    // Servers the configuration leaves alone (enabled = no), with the
+    // labels a reload matches its sections against again.
+    std::map<ProcessId, ServerLabels> disabled_;
     uint64_t next_serial_ = 0;
     uint64_t attached_total_ = 0;
     // /metrics: its server renders on its own threads while this loop runs.
@@ -96,6 +112,22 @@ bool Agent::add(int fd, uint64_t tag) {
     ev.events = EPOLLIN;
     ev.data.u64 = tag;
     return ::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
+bool Agent::set_timer() {
+    itimerspec period{};
+    period.it_interval.tv_sec = opts_.rescan_ms / 1000;
+    period.it_interval.tv_nsec = static_cast<long>(opts_.rescan_ms % 1000) * 1'000'000;
+    period.it_value = period.it_interval;
+    return ::timerfd_settime(timer_.get(), 0, &period, nullptr) == 0;
+}
+
+// Not one of ours when --socket-prefix names other servers' sockets.
+bool Agent::wanted(const ProcessLabels &labels) const {
+    return opts_.socket_prefix.empty() ||
+           std::ranges::any_of(labels.sockets, [&](const std::string &s) {
+               return s.starts_with(opts_.socket_prefix);
+           });
 }
 
 void Agent::refuse(const ProcessLabels &labels, const std::string &why, bool attaching) {
@@ -119,9 +151,17 @@ void Agent::attach(const ProcessLabels &labels) {
     if (!pidfd.valid() || start_ticks_now(pid) != labels.id.start_ticks) {
         return;
     }
+    const ServerLabels sl = resolved->labels;
+    std::string matched;
+    const ServerSettings settings = settings_for(opts_, sl, &matched);
+    if (!settings.enabled) {
+        say("not tracing pid=" + std::to_string(pid) + " (" + labels.exe +
+            "): disabled by the configuration (" + (matched.empty() ? "[agent]" : matched) + ")");
+        disabled_.emplace(labels.id, sl);
+        return;
+    }
     std::vector<std::string> notes;
-    auto traced = TracedServer::start(std::move(resolved->labels), std::move(resolved->target),
-                                      opts_.server, notes);
+    auto traced = TracedServer::start(sl, std::move(resolved->target), settings.opts, notes);
     if (!traced) {
         if (start_ticks_now(pid) != labels.id.start_ticks) {
             say("pid=" + std::to_string(pid) + " exited while being attached");
@@ -131,7 +171,7 @@ void Agent::attach(const ProcessLabels &labels) {
         return;
     }
     const uint64_t serial = next_serial_++;
-    Attached a{std::move(traced).value(), std::move(pidfd)};
+    Attached a{std::move(traced).value(), std::move(pidfd), settings};
     if (!add(a.server->epoll_fd(), kServerBase + 2 * serial) ||
         !add(a.pidfd.get(), kServerBase + 2 * serial + 1)) {
         refuse(labels, "cannot watch it: " + std::string(strerror(errno)), true);
@@ -142,6 +182,7 @@ void Agent::attach(const ProcessLabels &labels) {
     // Said once the probes are in: every statement that starts after this
     // line is traced.
     say("attached " + describe(a.server->labels()) + " dir=" + a.server->dir() +
+        " formats=" + formats_of(settings.opts) +
         " probes=" + std::to_string(a.server->probe_count()) + " (" + a.server->path_note() + ")");
     for (const auto &n : notes) {
         say("pid=" + std::to_string(pid) + ": " + n);
@@ -155,8 +196,9 @@ void Agent::rescan() {
     for (auto *set : {&refused_, &waiting_}) {
         std::erase_if(*set, [&](const ProcessId &id) { return now.count(id) == 0; });
     }
+    std::erase_if(disabled_, [&](const auto &d) { return now.count(d.first) == 0; });
     for (const auto &id : found) {
-        if (traced_.count(id) || refused_.count(id)) {
+        if (traced_.count(id) || refused_.count(id) || disabled_.count(id)) {
             continue;
         }
         auto labels = read_process_labels(id);
@@ -172,14 +214,100 @@ void Agent::rescan() {
             continue;
         }
         waiting_.erase(id);
-        if (!opts_.socket_prefix.empty() &&
-            std::ranges::none_of(labels->sockets, [&](const std::string &s) {
-                return s.starts_with(opts_.socket_prefix);
-            })) {
+        if (!wanted(*labels)) {
             continue;  // not one of ours: looked at again next time, unattached
         }
         attach(*labels);
     }
+}
+
+// A configuration that does not load changes nothing: the servers go on
+// with the last one that did.
+void Agent::reload() {
+    if (opts_.config_path.empty()) {
+        say("SIGHUP: no configuration file to read again (started without --config)");
+        return;
+    }
+    auto loaded = load_agent_config(opts_.config_path, base_);
+    std::error_code ec;
+    if (loaded && loaded->defaults.opts.output_dir != opts_.defaults.opts.output_dir) {
+        std::filesystem::create_directories(loaded->defaults.opts.output_dir, ec);
+        if (ec || !std::filesystem::is_directory(loaded->defaults.opts.output_dir)) {
+            loaded =
+                Error{ec.value(), "cannot create output_dir " + loaded->defaults.opts.output_dir +
+                                      (ec ? ": " + ec.message() : ": not a directory")};
+        }
+    }
+    if (!loaded) {
+        say("SIGHUP: " + loaded.error().message +
+            "; going on with the configuration loaded before");
+        return;
+    }
+    AgentOptions old = std::exchange(opts_, std::move(loaded).value());
+    say("SIGHUP: read " + opts_.config_path + " again");
+    if (opts_.rescan_ms != old.rescan_ms) {
+        say("rescan_ms " + std::to_string(old.rescan_ms) + " -> " +
+            std::to_string(opts_.rescan_ms) + (set_timer() ? "" : ": cannot set the timer"));
+    }
+    if (opts_.socket_prefix != old.socket_prefix) {
+        say("socket_prefix '" + old.socket_prefix + "' -> '" + opts_.socket_prefix + "'");
+    }
+    // Their listeners are the agent's own, opened at its start: a page may
+    // be rendering now, under the lock this reload holds.
+    for (auto [key, was, now] :
+         {std::tuple{"metrics_listen", &old.metrics_listen, &opts_.metrics_listen},
+          std::tuple{"control_socket", &old.control_socket, &opts_.control_socket}}) {
+        if (*now != *was) {
+            say(std::string(key) + " '" + *was + "' -> '" + *now +
+                "': takes effect when the agent starts again (systemctl restart mysqltrace)");
+            *now = *was;
+        }
+    }
+    std::vector<uint64_t> serials;
+    for (const auto &[serial, a] : attached_) {
+        serials.push_back(serial);
+    }
+    for (uint64_t serial : serials) {
+        auto &a = attached_.at(serial);
+        const ServerLabels labels = a.server->labels();
+        const std::string pid = "pid=" + std::to_string(labels.process.id.pid);
+        if (!wanted(labels.process)) {
+            say(pid + ": not under socket_prefix '" + opts_.socket_prefix + "' any more");
+            detach(serial, "socket_prefix changed");
+            continue;
+        }
+        std::string matched;
+        const ServerSettings now = settings_for(opts_, labels, &matched);
+        if (now == a.settings) {
+            continue;
+        }
+        const std::string sections = matched.empty() ? "[agent]" : matched;
+        if (!now.enabled) {
+            say(pid + ": disabled by the configuration (" + sections + "): detaching");
+            detach(serial, "disabled by the configuration");
+            disabled_.emplace(labels.process.id, labels);
+            continue;
+        }
+        say(pid + ": settings changed (" + changed_settings(a.settings, now) + ") by " + sections +
+            ": attaching again");
+        detach(serial, "settings changed");
+        // Its listeners may have changed since; gone: nothing to attach.
+        if (auto fresh = read_process_labels(labels.process.id)) {
+            attach(*fresh);
+        }
+    }
+    // Servers left alone: attached by the rescan below if enabled now.
+    for (auto it = disabled_.begin(); it != disabled_.end();) {
+        std::string matched;
+        if (settings_for(opts_, it->second, &matched).enabled) {
+            say("pid=" + std::to_string(it->first.pid) + ": enabled by the configuration (" +
+                (matched.empty() ? "[agent]" : matched) + "): attaching");
+            it = disabled_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    rescan();
 }
 
 void Agent::detach(uint64_t serial, const char *why) {
@@ -244,23 +372,19 @@ Result<void> Agent::run() {
         sigaddset(&mask, sig);
     }
     bpf::Fd sigfd(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-    bpf::Fd timer(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    timer_ = bpf::Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
     ep_ = bpf::Fd(::epoll_create1(EPOLL_CLOEXEC));
-    if (!sigfd.valid() || !timer.valid() || !ep_.valid()) {
+    if (!sigfd.valid() || !timer_.valid() || !ep_.valid()) {
         return make_error(errno, "cannot set up the event loop");
     }
-    itimerspec period{};
-    period.it_interval.tv_sec = opts_.rescan_ms / 1000;
-    period.it_interval.tv_nsec = static_cast<long>(opts_.rescan_ms % 1000) * 1'000'000;
-    period.it_value = period.it_interval;
-    if (::timerfd_settime(timer.get(), 0, &period, nullptr) != 0 || !add(sigfd.get(), kSignalTag) ||
-        !add(timer.get(), kTimerTag)) {
+    if (!set_timer() || !add(sigfd.get(), kSignalTag) || !add(timer_.get(), kTimerTag)) {
         return make_error(errno, "cannot set up the event loop");
     }
+    const std::string &output_dir = opts_.defaults.opts.output_dir;
     std::error_code ec;
-    std::filesystem::create_directories(opts_.server.output_dir, ec);
-    if (ec || !std::filesystem::is_directory(opts_.server.output_dir)) {
-        return Error{ec.value(), "cannot create --output-dir " + opts_.server.output_dir +
+    std::filesystem::create_directories(output_dir, ec);
+    if (ec || !std::filesystem::is_directory(output_dir)) {
+        return Error{ec.value(), "cannot create output_dir " + output_dir +
                                      (ec ? ": " + ec.message() : ": not a directory")};
     }
     if (!opts_.control_socket.empty()) {
@@ -283,7 +407,9 @@ Result<void> Agent::run() {
         say("metrics at " + metrics_->url());
     }
     say("agent watching for mysqld/mariadbd every " + std::to_string(opts_.rescan_ms) +
-        " ms; files under " + opts_.server.output_dir + "; Ctrl-C to stop");
+        " ms; files under " + output_dir +
+        (opts_.config_path.empty() ? "" : "; configuration " + opts_.config_path) +
+        "; Ctrl-C to stop");
     const uint64_t start = bpf::monotonic_ns();
     std::unique_lock lock(mu_);
     rescan();
@@ -307,7 +433,9 @@ Result<void> Agent::run() {
                 signalfd_siginfo si{};
                 while (::read(sigfd.get(), &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
                     if (si.ssi_signo == SIGHUP) {
-                        say("SIGHUP: no configuration to reload");
+                        if (!stop) {
+                            reload();
+                        }
                     } else {
                         stop = true;
                         stop_why = si.ssi_signo == SIGINT ? "interrupted" : "terminated";
@@ -317,7 +445,7 @@ Result<void> Agent::run() {
                 // Drained so that epoll stops reporting it; a short or failed
                 // read (EAGAIN: already drained) changes nothing: rescan anyway.
                 uint64_t expirations = 0;
-                if (::read(timer.get(), &expirations, sizeof(expirations)) < 0) {
+                if (::read(timer_.get(), &expirations, sizeof(expirations)) < 0) {
                     expirations = 0;
                 }
                 if (!stop) {
@@ -361,7 +489,10 @@ Result<void> Agent::run() {
     }
     say(std::string("agent stopped (") + stop_why + "): " + std::to_string(attached_total_) +
         " server(s) attached, " + std::to_string(refused_.size()) +
-        " running server(s) not traced");
+        " running server(s) not traced" +
+        (disabled_.empty()
+             ? ""
+             : ", " + std::to_string(disabled_.size()) + " left alone by the configuration"));
     return {};
 }
 

@@ -59,6 +59,7 @@ struct TracedServerOptions {
     // Statement classes with totals of their own (stats()); later ones
     // are summed as "other".
     size_t max_classes = 500;
+    bool operator==(const TracedServerOptions &) const = default;
 };
 
 class TracedServer {

@@ -21,6 +21,7 @@ namespace mysqltrace::output {
 struct Rotation {
     uint64_t max_bytes = 0;  // 0: never rotate
     unsigned keep = 5;       // rotated files kept, FILE.1 ... FILE.<keep>; 0: none
+    bool operator==(const Rotation &) const = default;
 };
 
 class OutputFile {

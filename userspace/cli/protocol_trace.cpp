@@ -125,6 +125,9 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
         return kExitFailure;
     }
     capture = std::move(cap).value();
+    for (const auto &n : capture->notes()) {
+        std::cerr << "mysqltrace: " << n << "\n";
+    }
     if (g.verbose > 0) {
         for (const auto &t : capture->tls_probes()) {
             std::cerr << "mysqltrace: TLS cleartext from " << t << "\n";

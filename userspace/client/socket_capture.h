@@ -50,6 +50,9 @@ class SocketCapture {
     // TLS functions probed, "SSL_read in /usr/lib/.../libssl.so.3 on `push rbp` (emulated)".
     const std::vector<std::string> &tls_probes() const { return tls_probes_; }
     uint64_t undecodable() const { return undecodable_; }
+    // What the user should know about how the capture was set up: a tracefs
+    // mount, a fallback to the raw syscall tracepoints.
+    const std::vector<std::string> &notes() const { return notes_; }
 
   private:
     SocketCapture() = default;
@@ -62,6 +65,7 @@ class SocketCapture {
     CaptureSinks sinks_;
     std::vector<bpf::Link> links_;
     std::vector<std::string> tls_probes_;
+    std::vector<std::string> notes_;
     uint64_t undecodable_ = 0;
 };
 

@@ -209,7 +209,7 @@ MT_EXPORT mt_bool mysql_bind_param(struct mt_mysql *mysql, unsigned int n_params
     if (real == NULL) {
         return 1;
     }
-    if (nested()) {
+    if (pass_through()) {
         return real(mysql, n_params, binds, names);
     }
     if (MT_PROBE_ON(api_begin) && mysql != NULL) {

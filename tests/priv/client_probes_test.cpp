@@ -16,13 +16,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/mariadb_server.h"
 #include "priv/cli_util.h"
+#include "priv/client_session.h"
 #include "priv/priv.h"
 
 namespace {
 
-using mysqltrace::test::BackgroundCommand;
-using mysqltrace::test::run_command;
+using namespace mysqltrace::test;
 
 // A process to trace that does nothing.
 class Sleeper {
@@ -95,6 +96,12 @@ struct Attached {
     std::string err;
 };
 
+// The command that runs a command in a private mount namespace after `setup`.
+std::vector<std::string> in_namespace(const std::string &setup) {
+    return {"/usr/bin/unshare",    "--mount", "--propagation", "private", "sh", "-c",
+            setup + "exec \"$@\"", "sh"};
+}
+
 // Runs `mysqltrace client --pid` on a sleeping process, in a private mount
 // namespace prepared by `setup` (shell), and reads its tracepoints.
 Attached attach(const std::string &setup) {
@@ -103,9 +110,7 @@ Attached attach(const std::string &setup) {
         MYSQLTRACE_BINARY, "client", "--pid",    std::to_string(target.pid()),
         "--no-tls",        "-o",     "/dev/null"};
     if (!setup.empty()) {
-        std::vector<std::string> wrapped = {
-            "/usr/bin/unshare",    "--mount", "--propagation", "private", "sh", "-c",
-            setup + "exec \"$@\"", "sh"};
+        std::vector<std::string> wrapped = in_namespace(setup);
         wrapped.insert(wrapped.end(), argv.begin(), argv.end());
         argv = wrapped;
     }
@@ -148,6 +153,39 @@ TEST(ClientProbes, RawTracepointsWhenTracefsCannotBeMounted) {
                          "tracepoints instead, which run for every syscall on the machine\n"),
               std::string::npos)
         << a.err;
+}
+
+// The raw tracepoints record the same conversation: the same expected trace
+// as ClientTrace.CResultSetEmptyResultErrorQuit.
+TEST(ClientProbes, RawTracepointsTraceTheSameEvents) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    MariadbServer *server = peer_server(ServerFlavour::mariadb, false);
+    ASSERT_NE(server, nullptr);
+    const std::vector<Step> steps = {
+        {"connect", "ok"},
+        {"query select a, b from mt.t order by a", "ok 1 2"},
+        {"query select 1 from dual where 1 = 0", "ok 1 0"},
+        {"query select * from mt.nosuch", "error 1146 Table 'mt.nosuch' doesn't exist"},
+        {"query insert into mt.t values (3, 'three')", "ok 0 0"},
+        {"query delete from mt.t where a = 3", "ok 0 0"},
+        {"quit", "ok"}};
+    auto s = run_traced({testprog("mt_client"), "--socket", server->socket_path(), "--user",
+                         server->user(), "--password", server->password()},
+                        steps, {}, trace_path_for_test(*server),
+                        in_namespace(std::string(kUnmountTracefs) + kNoTracefsMountPoint));
+    const std::string root = server->root_dir();
+    stop_peer_servers();
+    ASSERT_EQ(s.answers.size(), steps.size());
+    for (size_t i = 0; i < steps.size(); i++) {
+        EXPECT_EQ(s.answers[i], steps[i].answer) << steps[i].command;
+    }
+    EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
+    EXPECT_NE(s.tracer_stderr.find("using the raw syscall tracepoints instead"), std::string::npos)
+        << s.tracer_stderr;
+    EXPECT_NE(s.tracer_stderr.find(" 0 records dropped; traced process exited\n"),
+              std::string::npos)
+        << s.tracer_stderr;
+    EXPECT_TRUE(matches_expected("c_basic", normalise_trace(s.trace, {{root, "<dir>"}})));
 }
 
 }  // namespace

@@ -456,15 +456,16 @@ static __always_inline int sock_call_done(const struct pt_regs *regs, long nr, l
     } else if (ret < 0) {
         return 0;  // EAGAIN and friends: nothing moved
     }
-    if (!socket_call(&in, (int)BPF_CORE_READ(regs, di), nr))
+    // Direct loads: `regs` is a BTF pointer (the task's saved registers).
+    if (!socket_call(&in, (int)regs->di, nr))
         return 0;
     if (kind != ARG_ADDR) {
         state = bpf_map_lookup_elem(&mt_socks, &in.sock);
         if (state && *state == MT_SOCK_IGNORED)
             return 0;
     }
-    in.ptr = BPF_CORE_READ(regs, si);
-    in.len = BPF_CORE_READ(regs, dx);
+    in.ptr = regs->si;
+    in.len = regs->dx;
     in.kind = kind;
     if (nr == NR_write || nr == NR_writev || nr == NR_sendto || nr == NR_sendmsg) {
         __u64 *start = bpf_task_storage_get(&send_start, bpf_get_current_task_btf(), 0, 0);

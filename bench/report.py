@@ -382,8 +382,9 @@ def main():
             p(f"mysqltrace's own probes under load ({SHORT.get(sw, sw)}, {st} threads). Program "
               "runs per query from kernel BPF statistics (an untimed run: the statistics cost a "
               "little per run), split into uprobe/USDT hits (each one a trap) and other programs "
-              "(tracepoints, which also run for every other process on the machine, and the "
-              "sampling timer). The extra time per query comes from the matrix above: "
+              "(tracepoints, which also run for other processes: `client`'s per-syscall ones for "
+              "the socket calls of every process, `--waits`' raw ones for every syscall on the "
+              "machine; and the sampling timer). The extra time per query comes from the matrix above: "
               "min(threads, CPUs) x (1/QPS - 1/untraced QPS). It is split into the traps at the "
               "uprobe floor's cost, the programs' own run time, and the rest (the tracer's CPU, "
               "wakeups, cache effects, a dearer trap under load).")

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Client side: the socket I/O of traced processes, from the syscall raw
-// tracepoints.
+// Client side: the socket I/O of traced processes, from the per-syscall
+// tracepoints (syscalls:sys_enter_write, syscalls:sys_exit_read, ...), which
+// run only for the syscalls they name; the raw tracepoints sys_enter and
+// sys_exit, which run for every syscall on the machine, when tracefs is not
+// available (userspace chooses one set; both share the code below).
 //
 // A call is read at its end (sys_exit), where its argument registers and
 // result are both known: what was actually transferred is copied (up to
@@ -271,17 +274,14 @@ struct {
     __type(value, __u64);
 } send_start SEC(".maps");
 
-// The socket call `nr` of a traced process on a stream socket, or 0 with
-// `in` untouched. `regs` are the syscall's user registers.
-static __always_inline int socket_call(struct inflight *in, const struct pt_regs *regs, long nr)
+// The socket call `nr` on `fd` of a traced process, if `fd` is a stream
+// socket: 1 with `in` filled, else 0 with `in` untouched. The caller has
+// checked traced().
+static __always_inline int socket_call(struct inflight *in, int fd, long nr)
 {
     struct sock *sk;
     __u16 family = 0;
-    int fd;
 
-    if (!traced(bpf_get_current_pid_tgid() >> 32))
-        return 0;
-    fd = (int)BPF_CORE_READ(regs, di);
     sk = stream_socket(fd, &family);
     if (!sk)
         return 0;
@@ -293,7 +293,7 @@ static __always_inline int socket_call(struct inflight *in, const struct pt_regs
 }
 
 // close and shutdown, before they act (afterwards the fd names nothing).
-static __always_inline int sock_end(const struct pt_regs *regs, long nr)
+static __always_inline int sock_end(int fd, long nr)
 {
     struct inflight in = {};
     struct mt_sock_event *ev;
@@ -301,7 +301,7 @@ static __always_inline int sock_end(const struct pt_regs *regs, long nr)
     __u8 was;
     __u32 slot;
 
-    if (!socket_call(&in, regs, nr))
+    if (!socket_call(&in, fd, nr))
         return 0;
     state = bpf_map_lookup_elem(&mt_socks, &in.sock);
     was = state ? *state : MT_SOCK_UNKNOWN;
@@ -318,30 +318,63 @@ static __always_inline int sock_end(const struct pt_regs *regs, long nr)
     return 0;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(client_sys_enter, struct pt_regs *regs, long id)
+// The start of a send: only its time is kept, the rest is read at its end.
+static __always_inline int send_begins(void)
 {
-    __u64 *start;
+    __u64 *start = bpf_task_storage_get(&send_start, bpf_get_current_task_btf(), 0,
+                                        BPF_LOCAL_STORAGE_GET_F_CREATE);
 
-    switch (id) {
-    case NR_close: case NR_shutdown:
-        return sock_end(regs, id);
-    case NR_write: case NR_writev: case NR_sendto: case NR_sendmsg:
-        break;
-    default:
-        return 0;
-    }
-    // The start of a send: only its time is kept, the rest is read at its end.
-    if (!traced(bpf_get_current_pid_tgid() >> 32))
-        return 0;
-    start = bpf_task_storage_get(&send_start, bpf_get_current_task_btf(), 0,
-                                 BPF_LOCAL_STORAGE_GET_F_CREATE);
     if (start)
         *start = bpf_ktime_get_ns();
     return 0;
 }
 
 #include "client_go.bpf.h"
+
+// Raw tracepoint fallback: every syscall of every process comes here.
+SEC("tp_btf/sys_enter")
+int BPF_PROG(client_sys_enter, struct pt_regs *regs, long id)
+{
+    switch (id) {
+    case NR_close: case NR_shutdown: case NR_write: case NR_writev: case NR_sendto:
+    case NR_sendmsg:
+        break;
+    default:
+        return 0;
+    }
+    if (!traced(bpf_get_current_pid_tgid() >> 32))
+        return 0;
+    if (id == NR_close || id == NR_shutdown)
+        return sock_end((int)BPF_CORE_READ(regs, di), id);
+    return send_begins();
+}
+
+// The per-syscall entry tracepoints: close and shutdown, and the start of a
+// send. The process filter comes first.
+#define MT_SYS_ENTER_END(name)                                                \
+    SEC("tracepoint/syscalls/sys_enter_" #name)                               \
+    int client_enter_##name(struct trace_event_raw_sys_enter *ctx)            \
+    {                                                                         \
+        if (!traced(bpf_get_current_pid_tgid() >> 32))                        \
+            return 0;                                                         \
+        return sock_end((int)ctx->args[0], NR_##name);                        \
+    }
+
+#define MT_SYS_ENTER_SEND(name)                                               \
+    SEC("tracepoint/syscalls/sys_enter_" #name)                               \
+    int client_enter_##name(void *ctx)                                        \
+    {                                                                         \
+        if (!traced(bpf_get_current_pid_tgid() >> 32))                        \
+            return 0;                                                         \
+        return send_begins();                                                 \
+    }
+
+MT_SYS_ENTER_END(close)
+MT_SYS_ENTER_END(shutdown)
+MT_SYS_ENTER_SEND(write)
+MT_SYS_ENTER_SEND(writev)
+MT_SYS_ENTER_SEND(sendto)
+MT_SYS_ENTER_SEND(sendmsg)
 
 // The end of a socket syscall: what was transferred, into `ev`.
 // `state` is the socket's entry in mt_socks, if it has one.
@@ -409,7 +442,9 @@ static __always_inline void sys_exit_record(struct mt_sock_event *ev, struct inf
     emit(ev, op, in, ret, copied);
 }
 
-// The end of a data or connect syscall, with everything it moved.
+// The end of a data or connect syscall of a traced process, with everything
+// it moved. `regs` are the call's user registers: its arguments are still
+// there.
 static __always_inline int sock_call_done(const struct pt_regs *regs, long nr, long ret,
                                           __u16 kind)
 {
@@ -425,15 +460,16 @@ static __always_inline int sock_call_done(const struct pt_regs *regs, long nr, l
     } else if (ret < 0) {
         return 0;  // EAGAIN and friends: nothing moved
     }
-    if (!socket_call(&in, regs, nr))
+    // Direct loads: `regs` is a BTF pointer (the task's saved registers).
+    if (!socket_call(&in, (int)regs->di, nr))
         return 0;
     if (kind != ARG_ADDR) {
         state = bpf_map_lookup_elem(&mt_socks, &in.sock);
         if (state && *state == MT_SOCK_IGNORED)
             return 0;
     }
-    in.ptr = BPF_CORE_READ(regs, si);
-    in.len = BPF_CORE_READ(regs, dx);
+    in.ptr = regs->si;
+    in.len = regs->dx;
     in.kind = kind;
     if (nr == NR_write || nr == NR_writev || nr == NR_sendto || nr == NR_sendmsg) {
         __u64 *start = bpf_task_storage_get(&send_start, bpf_get_current_task_btf(), 0, 0);
@@ -451,9 +487,8 @@ static __always_inline int sock_call_done(const struct pt_regs *regs, long nr, l
     return 0;
 }
 
-// Everything but close and shutdown is read at the end of the call: the
-// argument registers are still those the call was made with, and the
-// number of the call is in orig_ax.
+// Raw tracepoint fallback. Everything but close and shutdown is read at the
+// end of the call: the number of the call is in orig_ax.
 SEC("tp_btf/sys_exit")
 int BPF_PROG(client_sys_exit, struct pt_regs *regs, long ret)
 {
@@ -470,8 +505,33 @@ int BPF_PROG(client_sys_exit, struct pt_regs *regs, long ret)
     case NR_connect: kind = ARG_ADDR; break;
     default: return 0;
     }
+    if (!traced(bpf_get_current_pid_tgid() >> 32))
+        return 0;
     return sock_call_done(regs, nr, ret, kind);
 }
+
+// The per-syscall exit tracepoints. Their record holds the result only; the
+// arguments come from the task's user registers.
+#define MT_SYS_EXIT(name, kind)                                                       \
+    SEC("tracepoint/syscalls/sys_exit_" #name)                                        \
+    int client_exit_##name(struct trace_event_raw_sys_exit *ctx)                      \
+    {                                                                                 \
+        if (!traced(bpf_get_current_pid_tgid() >> 32))                                \
+            return 0;                                                                 \
+        return sock_call_done(                                                        \
+            (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()), NR_##name, \
+            ctx->ret, kind);                                                          \
+    }
+
+MT_SYS_EXIT(read, ARG_BUF)
+MT_SYS_EXIT(write, ARG_BUF)
+MT_SYS_EXIT(recvfrom, ARG_BUF)
+MT_SYS_EXIT(sendto, ARG_BUF)
+MT_SYS_EXIT(readv, ARG_IOV)
+MT_SYS_EXIT(writev, ARG_IOV)
+MT_SYS_EXIT(recvmsg, ARG_MSG)
+MT_SYS_EXIT(sendmsg, ARG_MSG)
+MT_SYS_EXIT(connect, ARG_ADDR)
 
 SEC("uprobe")
 int BPF_KPROBE(client_tls_enter, void *ssl, void *buf, __u64 num, void *out_len)

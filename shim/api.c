@@ -292,6 +292,11 @@ static inline void end_stmt(int func, const void *real, struct mt_mysql_stmt *st
 
 // ---- Blocking API ----
 
+// Most interposers are two functions. The exported one, with no tracer
+// attached to the API probes, loads the real function and the two semaphores
+// and jumps to the real function: no stack frame, no nesting depth. The
+// _watched one reports the call.
+
 MT_EXPORT struct mt_mysql *mysql_real_connect(struct mt_mysql *mysql, const char *host,
                                               const char *user, const char *passwd, const char *db,
                                               unsigned int port, const char *unix_socket,
@@ -300,10 +305,14 @@ MT_EXPORT struct mt_mysql *mysql_real_connect(struct mt_mysql *mysql, const char
     if (real == NULL) {
         return NULL;
     }
-    if (nested()) {
+    if (!nested()) {
+        // With or without a tracer: Oracle's library traces a connection
+        // only if the plugin is there before it.
+        mt_api_register_trace_plugin((const void *)real);
+    }
+    if (pass_through()) {
         return real(mysql, host, user, passwd, db, port, unix_socket, flags);
     }
-    mt_api_register_trace_plugin((const void *)real);
     begin_mysql(MT_API_REAL_CONNECT, real, mysql, NULL, 0);
     mt_api_depth++;
     struct mt_mysql *r = real(mysql, host, user, passwd, db, port, unix_socket, flags);
@@ -312,12 +321,13 @@ MT_EXPORT struct mt_mysql *mysql_real_connect(struct mt_mysql *mysql, const char
     return r;
 }
 
-MT_EXPORT int mysql_real_query(struct mt_mysql *mysql, const char *q, unsigned long length) {
+__attribute__((noinline)) static int mysql_real_query_watched(struct mt_mysql *mysql, const char *q,
+                                                              unsigned long length) {
     __typeof__(&mysql_real_query) real = REAL(mysql_real_query);
     if (real == NULL) {
         return MT_NO_REAL_INT;
     }
-    if (nested()) {
+    if (pass_through()) {
         return real(mysql, q, length);
     }
     begin_mysql(MT_API_REAL_QUERY, real, mysql, q, length);
@@ -328,12 +338,20 @@ MT_EXPORT int mysql_real_query(struct mt_mysql *mysql, const char *q, unsigned l
     return r;
 }
 
-MT_EXPORT int mysql_query(struct mt_mysql *mysql, const char *q) {
+MT_EXPORT int mysql_real_query(struct mt_mysql *mysql, const char *q, unsigned long length) {
+    __typeof__(&mysql_real_query) real = MT_REAL_IF_RESOLVED(mysql_real_query);
+    if (__builtin_expect(real != NULL, 1) && !api_watched()) {
+        return real(mysql, q, length);
+    }
+    return mysql_real_query_watched(mysql, q, length);
+}
+
+__attribute__((noinline)) static int mysql_query_watched(struct mt_mysql *mysql, const char *q) {
     __typeof__(&mysql_query) real = REAL(mysql_query);
     if (real == NULL) {
         return MT_NO_REAL_INT;
     }
-    if (nested()) {
+    if (pass_through()) {
         return real(mysql, q);
     }
     begin_mysql_cstr(MT_API_QUERY, real, mysql, q);
@@ -344,12 +362,21 @@ MT_EXPORT int mysql_query(struct mt_mysql *mysql, const char *q) {
     return r;
 }
 
-MT_EXPORT int mysql_send_query(struct mt_mysql *mysql, const char *q, unsigned long length) {
+MT_EXPORT int mysql_query(struct mt_mysql *mysql, const char *q) {
+    __typeof__(&mysql_query) real = MT_REAL_IF_RESOLVED(mysql_query);
+    if (__builtin_expect(real != NULL, 1) && !api_watched()) {
+        return real(mysql, q);
+    }
+    return mysql_query_watched(mysql, q);
+}
+
+__attribute__((noinline)) static int mysql_send_query_watched(struct mt_mysql *mysql, const char *q,
+                                                              unsigned long length) {
     __typeof__(&mysql_send_query) real = REAL(mysql_send_query);
     if (real == NULL) {
         return MT_NO_REAL_INT;
     }
-    if (nested()) {
+    if (pass_through()) {
         return real(mysql, q, length);
     }
     begin_mysql(MT_API_SEND_QUERY, real, mysql, q, length);
@@ -360,23 +387,38 @@ MT_EXPORT int mysql_send_query(struct mt_mysql *mysql, const char *q, unsigned l
     return r;
 }
 
+MT_EXPORT int mysql_send_query(struct mt_mysql *mysql, const char *q, unsigned long length) {
+    __typeof__(&mysql_send_query) real = MT_REAL_IF_RESOLVED(mysql_send_query);
+    if (__builtin_expect(real != NULL, 1) && !api_watched()) {
+        return real(mysql, q, length);
+    }
+    return mysql_send_query_watched(mysql, q, length);
+}
+
 // A function of one handle: report its entry, call it, report its end.
 // `raw` is the result as the end probe takes it (an expression of r).
-#define MT_ONE_HANDLE(name, ret_type, handle_type, no_real, kind, func, how, raw) \
-    MT_EXPORT ret_type name(handle_type *handle) {                                \
-        __typeof__(&name) real = REAL(name);                                      \
-        if (real == NULL) {                                                       \
-            return no_real;                                                       \
-        }                                                                         \
-        if (nested()) {                                                           \
-            return real(handle);                                                  \
-        }                                                                         \
-        begin_##kind(func, real, handle, NULL, 0);                                \
-        mt_api_depth++;                                                           \
-        ret_type r = real(handle);                                                \
-        mt_api_depth--;                                                           \
-        end_##kind(func, real, handle, how, raw);                                 \
-        return r;                                                                 \
+#define MT_ONE_HANDLE(name, ret_type, handle_type, no_real, kind, func, how, raw)   \
+    __attribute__((noinline)) static ret_type name##_watched(handle_type *handle) { \
+        __typeof__(&name) real = REAL(name);                                        \
+        if (real == NULL) {                                                         \
+            return no_real;                                                         \
+        }                                                                           \
+        if (pass_through()) {                                                       \
+            return real(handle);                                                    \
+        }                                                                           \
+        begin_##kind(func, real, handle, NULL, 0);                                  \
+        mt_api_depth++;                                                             \
+        ret_type r = real(handle);                                                  \
+        mt_api_depth--;                                                             \
+        end_##kind(func, real, handle, how, raw);                                   \
+        return r;                                                                   \
+    }                                                                               \
+    MT_EXPORT ret_type name(handle_type *handle) {                                  \
+        __typeof__(&name) real = MT_REAL_IF_RESOLVED(name);                         \
+        if (__builtin_expect(real != NULL, 1) && !api_watched()) {                  \
+            return real(handle);                                                    \
+        }                                                                           \
+        return name##_watched(handle);                                              \
     }
 
 MT_ONE_HANDLE(mysql_read_query_result, mt_bool, struct mt_mysql, MT_NO_REAL_BOOL, mysql,
@@ -387,12 +429,14 @@ MT_ONE_HANDLE(mysql_use_result, struct mt_mysql_res *, struct mt_mysql, NULL, my
               MT_API_USE_RESULT, OUT_RESULT_SET, r != NULL)
 MT_ONE_HANDLE(mysql_next_result, int, struct mt_mysql, MT_NO_REAL_INT, mysql, MT_API_NEXT_RESULT,
               OUT_POSITIVE, r)
-MT_EXPORT int mysql_stmt_prepare(struct mt_mysql_stmt *stmt, const char *q, unsigned long length) {
+__attribute__((noinline)) static int mysql_stmt_prepare_watched(struct mt_mysql_stmt *stmt,
+                                                                const char *q,
+                                                                unsigned long length) {
     __typeof__(&mysql_stmt_prepare) real = REAL(mysql_stmt_prepare);
     if (real == NULL) {
         return MT_NO_REAL_INT;
     }
-    if (nested()) {
+    if (pass_through()) {
         return real(stmt, q, length);
     }
     begin_stmt(MT_API_STMT_PREPARE, real, stmt, q, length);
@@ -403,19 +447,29 @@ MT_EXPORT int mysql_stmt_prepare(struct mt_mysql_stmt *stmt, const char *q, unsi
     return r;
 }
 
+MT_EXPORT int mysql_stmt_prepare(struct mt_mysql_stmt *stmt, const char *q, unsigned long length) {
+    __typeof__(&mysql_stmt_prepare) real = MT_REAL_IF_RESOLVED(mysql_stmt_prepare);
+    if (__builtin_expect(real != NULL, 1) && !api_watched()) {
+        return real(stmt, q, length);
+    }
+    return mysql_stmt_prepare_watched(stmt, q, length);
+}
+
 MT_ONE_HANDLE(mysql_stmt_execute, int, struct mt_mysql_stmt, MT_NO_REAL_INT, stmt,
               MT_API_STMT_EXECUTE, OUT_ZERO_OK, r)
 MT_ONE_HANDLE(mysql_stmt_fetch, int, struct mt_mysql_stmt, MT_NO_REAL_INT, stmt, MT_API_STMT_FETCH,
               OUT_FETCH, r)
 MT_ONE_HANDLE(mysql_stmt_close, mt_bool, struct mt_mysql_stmt, MT_NO_REAL_BOOL, stmt,
               MT_API_STMT_CLOSE, OUT_FREED, r)
-MT_EXPORT mt_bool mysql_change_user(struct mt_mysql *mysql, const char *user, const char *passwd,
-                                    const char *db) {
+__attribute__((noinline)) static mt_bool mysql_change_user_watched(struct mt_mysql *mysql,
+                                                                   const char *user,
+                                                                   const char *passwd,
+                                                                   const char *db) {
     __typeof__(&mysql_change_user) real = REAL(mysql_change_user);
     if (real == NULL) {
         return MT_NO_REAL_BOOL;
     }
-    if (nested()) {
+    if (pass_through()) {
         return real(mysql, user, passwd, db);
     }
     begin_mysql(MT_API_CHANGE_USER, real, mysql, NULL, 0);
@@ -426,12 +480,22 @@ MT_EXPORT mt_bool mysql_change_user(struct mt_mysql *mysql, const char *user, co
     return r;
 }
 
-MT_EXPORT int mysql_select_db(struct mt_mysql *mysql, const char *db) {
+MT_EXPORT mt_bool mysql_change_user(struct mt_mysql *mysql, const char *user, const char *passwd,
+                                    const char *db) {
+    __typeof__(&mysql_change_user) real = MT_REAL_IF_RESOLVED(mysql_change_user);
+    if (__builtin_expect(real != NULL, 1) && !api_watched()) {
+        return real(mysql, user, passwd, db);
+    }
+    return mysql_change_user_watched(mysql, user, passwd, db);
+}
+
+__attribute__((noinline)) static int mysql_select_db_watched(struct mt_mysql *mysql,
+                                                             const char *db) {
     __typeof__(&mysql_select_db) real = REAL(mysql_select_db);
     if (real == NULL) {
         return MT_NO_REAL_INT;
     }
-    if (nested()) {
+    if (pass_through()) {
         return real(mysql, db);
     }
     begin_mysql_cstr(MT_API_SELECT_DB, real, mysql, db);
@@ -440,6 +504,14 @@ MT_EXPORT int mysql_select_db(struct mt_mysql *mysql, const char *db) {
     mt_api_depth--;
     end_mysql(MT_API_SELECT_DB, real, mysql, OUT_ZERO_OK, r);
     return r;
+}
+
+MT_EXPORT int mysql_select_db(struct mt_mysql *mysql, const char *db) {
+    __typeof__(&mysql_select_db) real = MT_REAL_IF_RESOLVED(mysql_select_db);
+    if (__builtin_expect(real != NULL, 1) && !api_watched()) {
+        return real(mysql, db);
+    }
+    return mysql_select_db_watched(mysql, db);
 }
 
 MT_ONE_HANDLE(mysql_ping, int, struct mt_mysql, MT_NO_REAL_INT, mysql, MT_API_PING, OUT_ZERO_OK, r)
@@ -461,6 +533,10 @@ MT_EXPORT void mysql_close(struct mt_mysql *mysql) {
         return;
     }
     mt_api_nonblocking_forget(mysql);
+    if (pass_through()) {
+        real(mysql);
+        return;
+    }
     // The call's end is reported after it, so its time and the COM_QUIT it
     // sends fall inside it; the handle is freed by then, so nothing is read
     // from it afterwards.
@@ -483,34 +559,43 @@ MT_EXPORT void mysql_close(struct mt_mysql *mysql) {
 // ---- Non-blocking API (libmariadb) ----
 
 // A _cont function: the operation's end when it returns 0.
-#define MT_CONT(name, handle_type, ret_type, no_real_value, end_call)    \
-    MT_EXPORT int name(ret_type *ret, handle_type *handle, int status) { \
-        __typeof__(&name) real = REAL(name);                             \
-        if (real == NULL) {                                              \
-            *ret = no_real_value;                                        \
-            return 0;                                                    \
-        }                                                                \
-        if (nested()) {                                                  \
-            return real(ret, handle, status);                            \
-        }                                                                \
-        mt_api_depth++;                                                  \
-        int done = real(ret, handle, status);                            \
-        mt_api_depth--;                                                  \
-        if (done == 0) {                                                 \
-            end_call;                                                    \
-        }                                                                \
-        return done;                                                     \
+#define MT_CONT(name, handle_type, ret_type, no_real_value, end_call)                       \
+    __attribute__((noinline)) static int name##_watched(ret_type *ret, handle_type *handle, \
+                                                        int status) {                       \
+        __typeof__(&name) real = REAL(name);                                                \
+        if (real == NULL) {                                                                 \
+            *ret = no_real_value;                                                           \
+            return 0;                                                                       \
+        }                                                                                   \
+        if (pass_through()) {                                                               \
+            return real(ret, handle, status);                                               \
+        }                                                                                   \
+        mt_api_depth++;                                                                     \
+        int done = real(ret, handle, status);                                               \
+        mt_api_depth--;                                                                     \
+        if (done == 0) {                                                                    \
+            end_call;                                                                       \
+        }                                                                                   \
+        return done;                                                                        \
+    }                                                                                       \
+    MT_EXPORT int name(ret_type *ret, handle_type *handle, int status) {                    \
+        __typeof__(&name) real = MT_REAL_IF_RESOLVED(name);                                 \
+        if (__builtin_expect(real != NULL, 1) && !api_watched()) {                          \
+            return real(ret, handle, status);                                               \
+        }                                                                                   \
+        return name##_watched(ret, handle, status);                                         \
     }
 
 // A _start function: api_begin, the call, and the end if it completed at once.
 #define MT_START(name, handle_type, ret_type, no_real_value, params, args, begin_call, end_call) \
-    MT_EXPORT int name(ret_type *ret, handle_type *handle MT_UNPAREN params) {                   \
+    __attribute__((noinline)) static int name##_watched(ret_type *ret,                           \
+                                                        handle_type *handle MT_UNPAREN params) { \
         __typeof__(&name) real = REAL(name);                                                     \
         if (real == NULL) {                                                                      \
             *ret = no_real_value;                                                                \
             return 0;                                                                            \
         }                                                                                        \
-        if (nested()) {                                                                          \
+        if (pass_through()) {                                                                    \
             return real(ret, handle MT_UNPAREN args);                                            \
         }                                                                                        \
         begin_call;                                                                              \
@@ -521,6 +606,13 @@ MT_EXPORT void mysql_close(struct mt_mysql *mysql) {
             end_call;                                                                            \
         }                                                                                        \
         return done;                                                                             \
+    }                                                                                            \
+    MT_EXPORT int name(ret_type *ret, handle_type *handle MT_UNPAREN params) {                   \
+        __typeof__(&name) real = MT_REAL_IF_RESOLVED(name);                                      \
+        if (__builtin_expect(real != NULL, 1) && !api_watched()) {                               \
+            return real(ret, handle MT_UNPAREN args);                                            \
+        }                                                                                        \
+        return name##_watched(ret, handle MT_UNPAREN args);                                      \
     }
 
 #define MT_UNPAREN(...) __VA_ARGS__
@@ -601,12 +693,12 @@ MT_NONBLOCKING(mysql_stmt_close, struct mt_mysql_stmt, mt_bool, MT_NO_REAL_BOOL,
 // Reported before the operation starts, like mysql_close(): when it completes
 // the handle is gone. The _cont function only keeps the library's own final
 // mysql_close() call from being reported again.
-MT_EXPORT int mysql_close_start(struct mt_mysql *mysql) {
+__attribute__((noinline)) static int mysql_close_start_watched(struct mt_mysql *mysql) {
     __typeof__(&mysql_close_start) real = REAL(mysql_close_start);
     if (real == NULL) {
         return 0;
     }
-    if (nested()) {
+    if (pass_through()) {
         return real(mysql);
     }
     close_report(real, mysql);
@@ -616,16 +708,32 @@ MT_EXPORT int mysql_close_start(struct mt_mysql *mysql) {
     return done;
 }
 
-MT_EXPORT int mysql_close_cont(struct mt_mysql *mysql, int status) {
+MT_EXPORT int mysql_close_start(struct mt_mysql *mysql) {
+    __typeof__(&mysql_close_start) real = MT_REAL_IF_RESOLVED(mysql_close_start);
+    if (__builtin_expect(real != NULL, 1) && !api_watched()) {
+        return real(mysql);
+    }
+    return mysql_close_start_watched(mysql);
+}
+
+__attribute__((noinline)) static int mysql_close_cont_watched(struct mt_mysql *mysql, int status) {
     __typeof__(&mysql_close_cont) real = REAL(mysql_close_cont);
     if (real == NULL) {
         return 0;
     }
-    if (nested()) {
+    if (pass_through()) {
         return real(mysql, status);
     }
     mt_api_depth++;
     int done = real(mysql, status);
     mt_api_depth--;
     return done;
+}
+
+MT_EXPORT int mysql_close_cont(struct mt_mysql *mysql, int status) {
+    __typeof__(&mysql_close_cont) real = MT_REAL_IF_RESOLVED(mysql_close_cont);
+    if (__builtin_expect(real != NULL, 1) && !api_watched()) {
+        return real(mysql, status);
+    }
+    return mysql_close_cont_watched(mysql, status);
 }

@@ -26,6 +26,19 @@ static inline int nested(void) {
     return mt_api_depth > 0;
 }
 
+// Whether an interposer just calls the real function: no tracer has the API
+// probes attached, or the call is nested. With no tracer this costs the two
+// semaphore loads, not the depth's upkeep. A tracer that attaches during
+// such a call sees the calls nested in it as the program's own, and the
+// call's end without its begin.
+static inline int api_watched(void) {
+    return __builtin_expect(MT_PROBE_ON(api_begin) || MT_PROBE_ON(api_end), 0);
+}
+
+static inline int pass_through(void) {
+    return !api_watched() || nested();
+}
+
 // Calls that read a reply the library has usually buffered already: they
 // are reported only when they fail (then with their error), as a probe hit
 // per row or result set would cost more than the work they do.

@@ -203,13 +203,15 @@ static size_t join_names(char *out, unsigned int n, const char **names) {
     return len;
 }
 
-MT_EXPORT mt_bool mysql_bind_param(struct mt_mysql *mysql, unsigned int n_params,
-                                   struct mt_mysql_bind *binds, const char **names) {
+__attribute__((noinline)) static mt_bool mysql_bind_param_watched(struct mt_mysql *mysql,
+                                                                  unsigned int n_params,
+                                                                  struct mt_mysql_bind *binds,
+                                                                  const char **names) {
     __typeof__(&mysql_bind_param) real = REAL(mysql_bind_param);
     if (real == NULL) {
         return 1;
     }
-    if (nested()) {
+    if (pass_through()) {
         return real(mysql, n_params, binds, names);
     }
     if (MT_PROBE_ON(api_begin) && mysql != NULL) {
@@ -222,4 +224,13 @@ MT_EXPORT mt_bool mysql_bind_param(struct mt_mysql *mysql, unsigned int n_params
     mt_api_depth--;
     end_mysql(MT_API_BIND_PARAM, real, mysql, OUT_ZERO_OK, r != 0);
     return r;
+}
+
+MT_EXPORT mt_bool mysql_bind_param(struct mt_mysql *mysql, unsigned int n_params,
+                                   struct mt_mysql_bind *binds, const char **names) {
+    __typeof__(&mysql_bind_param) real = MT_REAL_IF_RESOLVED(mysql_bind_param);
+    if (__builtin_expect(real != NULL, 1) && !api_watched()) {
+        return real(mysql, n_params, binds, names);
+    }
+    return mysql_bind_param_watched(mysql, n_params, binds, names);
 }

@@ -29,6 +29,31 @@ struct mt_fd_slot mt_fd_table[MT_MAX_FDS];
 
 static _Atomic uint32_t last_conn;
 
+// How many slots are CANDIDATE or CANDIDATE_HDR: sockets whose first bytes
+// from the server are still to be judged. With no tracer attached and none
+// to judge, a data call costs the interposer two loads and a branch.
+static _Atomic int judging;
+
+static inline int is_candidate(unsigned state) {
+    return state == MT_FD_CANDIDATE || state == MT_FD_CANDIDATE_HDR;
+}
+
+// Sets a slot's state, keeping `judging` up to date.
+static void set_state(struct mt_fd_slot *s, uint8_t next) {
+    uint8_t was = atomic_exchange_explicit(&s->state, next, memory_order_acq_rel);
+    int d = is_candidate(next) - is_candidate(was);
+    if (d != 0) {
+        atomic_fetch_add_explicit(&judging, d, memory_order_relaxed);
+    }
+}
+
+// Whether a data call needs more than the real call: a tracer is attached,
+// or a socket awaits its verdict.
+static inline int io_watched(void) {
+    return __builtin_expect(
+        MT_PROBE_ON(io) || atomic_load_explicit(&judging, memory_order_relaxed) != 0, 0);
+}
+
 // The process the table describes. A vfork() child shares its parent's memory
 // until it execs, so its close() of an inherited descriptor must leave the
 // parent's slot alone; a fork() child has a copy of its own, and the atfork
@@ -123,15 +148,20 @@ static void judge(struct mt_fd_slot *s, unsigned state, int kind, const void *pt
         return;
     }
     uint8_t expected = (uint8_t)state;
-    atomic_compare_exchange_strong_explicit(&s->state, &expected, next, memory_order_acq_rel,
-                                            memory_order_relaxed);
+    if (atomic_compare_exchange_strong_explicit(&s->state, &expected, next, memory_order_acq_rel,
+                                                memory_order_relaxed) &&
+        !is_candidate(next)) {
+        atomic_fetch_sub_explicit(&judging, 1, memory_order_relaxed);
+    }
 }
 
 // After a data call on a followed socket; `iovcnt` only for MT_IO_IOV.
 __attribute__((noinline)) static void report(int op, struct mt_fd_slot *s, unsigned state, int fd,
                                              int kind, const void *ptr, size_t iovcnt, ssize_t r) {
     int saved = errno;
-    mt_io_fd_seen = fd;
+    if (MT_PROBE_ON(io)) {
+        mt_io_fd_seen = fd;
+    }
     if (r < 0 && (saved == EAGAIN || saved == EWOULDBLOCK || saved == EINTR)) {
         // Nothing moved: a non-blocking client polls and calls again.
         // Reporting these would cost a probe hit per wait.
@@ -150,8 +180,10 @@ __attribute__((noinline)) static void report(int op, struct mt_fd_slot *s, unsig
     errno = saved;
 }
 
-// The fast path every read() and write() of the process takes: a bounds check
-// and one load for descriptors the shim does not follow.
+// After a data call, when io_watched() was true before it: a bounds check and
+// one load for descriptors the shim does not follow. (With no tracer attached
+// and no socket to judge, the interposers call the real function and nothing
+// else: a tracer that attaches during such a call misses that call only.)
 static inline void after_buf(int op, int fd, const void *buf, ssize_t r) {
     struct mt_fd_slot *s = mt_fd_slot(fd);
     if (s == NULL) {
@@ -163,8 +195,12 @@ static inline void after_buf(int op, int fd, const void *buf, ssize_t r) {
     }
 }
 
-// Before a send-side call: note when it began, for followed sockets only.
+// Before a send-side call: note when it began, for followed sockets only, and
+// only for a tracer.
 static inline void before_send(int fd) {
+    if (!MT_PROBE_ON(io)) {
+        return;
+    }
     struct mt_fd_slot *s = mt_fd_slot(fd);
     if (s != NULL &&
         __builtin_expect(mt_fd_followed(atomic_load_explicit(&s->state, memory_order_acquire)),
@@ -205,6 +241,9 @@ static inline int stream_data(int flags) {
 }
 
 // Before close() and shutdown(): the consumer still knows the connection.
+// A close() clears its slot even with no tracer attached (one load when the
+// descriptor was not followed): a later descriptor of the same number must
+// not pass for the connection.
 static inline void before_end(int op, int fd) {
     struct mt_fd_slot *s = mt_fd_slot(fd);
     if (s == NULL) {
@@ -222,7 +261,7 @@ static inline void before_end(int op, int fd) {
     // Cleared while the descriptor is still open, so that no other thread can
     // have been given the same number and connected it in between.
     if (op == MT_SOCK_CLOSE) {
-        atomic_store_explicit(&s->state, MT_FD_FREE, memory_order_release);
+        set_state(s, MT_FD_FREE);
     }
 }
 
@@ -276,7 +315,7 @@ static void track_connect(struct mt_fd_slot *s, int fd, const struct sockaddr *a
         } else if (!pending(err)) {
             fire_connect(atomic_load_explicit(&s->conn, memory_order_relaxed), fd, addr, addrlen, r,
                          err, family);
-            atomic_store_explicit(&s->state, MT_FD_FREE, memory_order_release);
+            set_state(s, MT_FD_FREE);
         }
         return;
     }
@@ -289,10 +328,10 @@ static void track_connect(struct mt_fd_slot *s, int fd, const struct sockaddr *a
     atomic_store_explicit(&s->cookie, (uint32_t)cookie, memory_order_relaxed);
     atomic_store_explicit(&s->family, (uint8_t)family, memory_order_relaxed);
     atomic_store_explicit(&s->connecting, r != 0, memory_order_relaxed);
-    atomic_store_explicit(&s->state, MT_FD_CANDIDATE, memory_order_release);
+    set_state(s, MT_FD_CANDIDATE);
     fire_connect(conn, fd, addr, addrlen, r, err, family);
     if (r != 0 && !pending(err)) {
-        atomic_store_explicit(&s->state, MT_FD_FREE, memory_order_release);
+        set_state(s, MT_FD_FREE);
     }
 }
 
@@ -311,7 +350,12 @@ MT_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t addrlen) {
     return r;
 }
 
-MT_EXPORT ssize_t read(int fd, void *buf, size_t n) {
+// Each data interposer is two functions. The exported one, with no tracer
+// attached and no socket to judge, loads the real function and two counters
+// and jumps to the real function: no stack frame, no errno, no fd table. The
+// _watched one does the rest: the send's start, the fd table, the probe.
+
+__attribute__((noinline)) static ssize_t read_watched(int fd, void *buf, size_t n) {
     __typeof__(&read) real = REAL(read);
     if (real == NULL) {
         return no_real();
@@ -321,7 +365,16 @@ MT_EXPORT ssize_t read(int fd, void *buf, size_t n) {
     return r;
 }
 
-MT_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
+MT_EXPORT ssize_t read(int fd, void *buf, size_t n) {
+    __typeof__(&read) real = MT_REAL_IF_RESOLVED(read);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, buf, n);
+    }
+    return read_watched(fd, buf, n);
+}
+
+__attribute__((noinline)) static ssize_t __read_chk_watched(int fd, void *buf, size_t n,
+                                                            size_t buflen) {
     __typeof__(&__read_chk) real = REAL(__read_chk);
     if (real == NULL) {
         return no_real();
@@ -331,7 +384,15 @@ MT_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
     return r;
 }
 
-MT_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+MT_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
+    __typeof__(&__read_chk) real = MT_REAL_IF_RESOLVED(__read_chk);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, buf, n, buflen);
+    }
+    return __read_chk_watched(fd, buf, n, buflen);
+}
+
+__attribute__((noinline)) static ssize_t write_watched(int fd, const void *buf, size_t n) {
     __typeof__(&write) real = REAL(write);
     if (real == NULL) {
         return no_real();
@@ -342,7 +403,15 @@ MT_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
     return r;
 }
 
-MT_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags) {
+MT_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+    __typeof__(&write) real = MT_REAL_IF_RESOLVED(write);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, buf, n);
+    }
+    return write_watched(fd, buf, n);
+}
+
+__attribute__((noinline)) static ssize_t recv_watched(int fd, void *buf, size_t n, int flags) {
     __typeof__(&recv) real = REAL(recv);
     if (real == NULL) {
         return no_real();
@@ -354,7 +423,16 @@ MT_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags) {
     return r;
 }
 
-MT_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags) {
+MT_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags) {
+    __typeof__(&recv) real = MT_REAL_IF_RESOLVED(recv);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, buf, n, flags);
+    }
+    return recv_watched(fd, buf, n, flags);
+}
+
+__attribute__((noinline)) static ssize_t __recv_chk_watched(int fd, void *buf, size_t n,
+                                                            size_t buflen, int flags) {
     __typeof__(&__recv_chk) real = REAL(__recv_chk);
     if (real == NULL) {
         return no_real();
@@ -366,7 +444,16 @@ MT_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int fla
     return r;
 }
 
-MT_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags) {
+MT_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags) {
+    __typeof__(&__recv_chk) real = MT_REAL_IF_RESOLVED(__recv_chk);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, buf, n, buflen, flags);
+    }
+    return __recv_chk_watched(fd, buf, n, buflen, flags);
+}
+
+__attribute__((noinline)) static ssize_t send_watched(int fd, const void *buf, size_t n,
+                                                      int flags) {
     __typeof__(&send) real = REAL(send);
     if (real == NULL) {
         return no_real();
@@ -377,8 +464,17 @@ MT_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags) {
     return r;
 }
 
-MT_EXPORT ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags, __SOCKADDR_ARG addr,
-                           socklen_t *restrict addrlen) {
+MT_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags) {
+    __typeof__(&send) real = MT_REAL_IF_RESOLVED(send);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, buf, n, flags);
+    }
+    return send_watched(fd, buf, n, flags);
+}
+
+__attribute__((noinline)) static ssize_t recvfrom_watched(int fd, void *restrict buf, size_t n,
+                                                          int flags, __SOCKADDR_ARG addr,
+                                                          socklen_t *restrict addrlen) {
     __typeof__(&recvfrom) real = REAL(recvfrom);
     if (real == NULL) {
         return no_real();
@@ -390,8 +486,19 @@ MT_EXPORT ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags, __SO
     return r;
 }
 
-MT_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
-                                 struct sockaddr *addr, socklen_t *addrlen) {
+MT_EXPORT ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags, __SOCKADDR_ARG addr,
+                           socklen_t *restrict addrlen) {
+    __typeof__(&recvfrom) real = MT_REAL_IF_RESOLVED(recvfrom);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, buf, n, flags, addr, addrlen);
+    }
+    return recvfrom_watched(fd, buf, n, flags, addr, addrlen);
+}
+
+__attribute__((noinline)) static ssize_t __recvfrom_chk_watched(int fd, void *buf, size_t n,
+                                                                size_t buflen, int flags,
+                                                                struct sockaddr *addr,
+                                                                socklen_t *addrlen) {
     __typeof__(&__recvfrom_chk) real = REAL(__recvfrom_chk);
     if (real == NULL) {
         return no_real();
@@ -403,8 +510,18 @@ MT_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int
     return r;
 }
 
-MT_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr,
-                         socklen_t addrlen) {
+MT_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+                                 struct sockaddr *addr, socklen_t *addrlen) {
+    __typeof__(&__recvfrom_chk) real = MT_REAL_IF_RESOLVED(__recvfrom_chk);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, buf, n, buflen, flags, addr, addrlen);
+    }
+    return __recvfrom_chk_watched(fd, buf, n, buflen, flags, addr, addrlen);
+}
+
+__attribute__((noinline)) static ssize_t sendto_watched(int fd, const void *buf, size_t n,
+                                                        int flags, __CONST_SOCKADDR_ARG addr,
+                                                        socklen_t addrlen) {
     __typeof__(&sendto) real = REAL(sendto);
     if (real == NULL) {
         return no_real();
@@ -415,7 +532,16 @@ MT_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_S
     return r;
 }
 
-MT_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
+MT_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr,
+                         socklen_t addrlen) {
+    __typeof__(&sendto) real = MT_REAL_IF_RESOLVED(sendto);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, buf, n, flags, addr, addrlen);
+    }
+    return sendto_watched(fd, buf, n, flags, addr, addrlen);
+}
+
+__attribute__((noinline)) static ssize_t recvmsg_watched(int fd, struct msghdr *msg, int flags) {
     __typeof__(&recvmsg) real = REAL(recvmsg);
     if (real == NULL) {
         return no_real();
@@ -427,7 +553,16 @@ MT_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
     return r;
 }
 
-MT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
+MT_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
+    __typeof__(&recvmsg) real = MT_REAL_IF_RESOLVED(recvmsg);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, msg, flags);
+    }
+    return recvmsg_watched(fd, msg, flags);
+}
+
+__attribute__((noinline)) static ssize_t sendmsg_watched(int fd, const struct msghdr *msg,
+                                                         int flags) {
     __typeof__(&sendmsg) real = REAL(sendmsg);
     if (real == NULL) {
         return no_real();
@@ -438,7 +573,16 @@ MT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
     return r;
 }
 
-MT_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt) {
+MT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
+    __typeof__(&sendmsg) real = MT_REAL_IF_RESOLVED(sendmsg);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, msg, flags);
+    }
+    return sendmsg_watched(fd, msg, flags);
+}
+
+__attribute__((noinline)) static ssize_t readv_watched(int fd, const struct iovec *iov,
+                                                       int iovcnt) {
     __typeof__(&readv) real = REAL(readv);
     if (real == NULL) {
         return no_real();
@@ -448,7 +592,16 @@ MT_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt) {
     return r;
 }
 
-MT_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
+MT_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt) {
+    __typeof__(&readv) real = MT_REAL_IF_RESOLVED(readv);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, iov, iovcnt);
+    }
+    return readv_watched(fd, iov, iovcnt);
+}
+
+__attribute__((noinline)) static ssize_t writev_watched(int fd, const struct iovec *iov,
+                                                        int iovcnt) {
     __typeof__(&writev) real = REAL(writev);
     if (real == NULL) {
         return no_real();
@@ -457,6 +610,14 @@ MT_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
     ssize_t r = real(fd, iov, iovcnt);
     after_iov(MT_SOCK_SEND, fd, iov, iovcnt, r);
     return r;
+}
+
+MT_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
+    __typeof__(&writev) real = MT_REAL_IF_RESOLVED(writev);
+    if (__builtin_expect(real != NULL, 1) && !io_watched()) {
+        return real(fd, iov, iovcnt);
+    }
+    return writev_watched(fd, iov, iovcnt);
 }
 
 MT_EXPORT int shutdown(int fd, int how) {

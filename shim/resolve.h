@@ -41,6 +41,11 @@ static inline void *mt_real(void *_Atomic *slot, const char *name) {
     return p;
 }
 
+// The real function of interposer `name` (its slot is real_##name) if already
+// found, else NULL. No call: an interposer's fast path needs no stack frame.
+#define MT_REAL_IF_RESOLVED(name) \
+    ((__typeof__(&name))atomic_load_explicit(&real_##name, memory_order_acquire))
+
 // `name` beside `real`, else in the global scope but outside the shim.
 void *mt_find_helper(const void *real, const char *name);
 

@@ -92,19 +92,24 @@ static int session_fd(const void *session, int named, int seen) {
     return v != 0 && (v & ~(uint64_t)0xffff) == key ? (int)(v & 0xffff) : named;
 }
 
-// Before a TLS call: forget the socket of the last one.
-static inline void tls_call_begins(void) {
+// Before a TLS call: forget the socket of the last one. Returns whether a
+// tracer was attached: the socket calls inside note their socket only then
+// (io.c), so a call that began without one cannot tell its socket that way.
+static inline int tls_call_begins(void) {
     if (MT_PROBE_ON(io)) {
         mt_io_fd_seen = -1;
+        return 1;
     }
+    return 0;
 }
 
 // The descriptor comes from SSL_get_fd() of the same libssl: -1 for an SSL
 // object that is not on a socket BIO.
 __attribute__((noinline)) static void ssl_report(int op, const void *real, struct mt_ssl *ssl,
-                                                 const void *buf, uint64_t n, int64_t ret) {
+                                                 const void *buf, uint64_t n, int64_t ret,
+                                                 int watched) {
     int saved = errno;
-    int seen = mt_io_fd_seen;
+    int seen = watched ? mt_io_fd_seen : -1;
     int (*get_fd)(const struct mt_ssl *) = mt_helper(&helper_ssl_get_fd, real, "SSL_get_fd");
     if (get_fd != NULL) {
         report(op, session_fd(ssl, get_fd(ssl), seen), buf, n, ret);
@@ -117,9 +122,10 @@ __attribute__((noinline)) static void ssl_report(int op, const void *real, struc
 // that is not in the table, or rarely, one that happens to be.
 __attribute__((noinline)) static void gnutls_report(int op, const void *real,
                                                     struct mt_gnutls_session *session,
-                                                    const void *buf, uint64_t n, int64_t ret) {
+                                                    const void *buf, uint64_t n, int64_t ret,
+                                                    int watched) {
     int saved = errno;
-    int seen = mt_io_fd_seen;
+    int seen = watched ? mt_io_fd_seen : -1;
     int (*get_int)(struct mt_gnutls_session *) =
         mt_helper(&helper_gnutls_get_int, real, "gnutls_transport_get_int");
     if (get_int != NULL) {
@@ -128,96 +134,155 @@ __attribute__((noinline)) static void gnutls_report(int op, const void *real,
     errno = saved;
 }
 
-MT_EXPORT int SSL_read(struct mt_ssl *ssl, void *buf, int num) {
+// As in io.c, each interposer is a fast path that only checks the io probe's
+// semaphore and jumps to the real function, and a _watched function for when
+// a tracer is attached.
+
+__attribute__((noinline)) static int SSL_read_watched(struct mt_ssl *ssl, void *buf, int num) {
     __typeof__(&SSL_read) real = REAL(SSL_read);
     if (real == NULL) {
         errno = ENOSYS;
         return -1;
     }
-    tls_call_begins();
+    int watched = tls_call_begins();
     int r = real(ssl, buf, num);
     if (MT_PROBE_ON(io)) {
-        ssl_report(MT_SOCK_TLS_RECV, (const void *)real, ssl, buf, r > 0 ? (uint64_t)r : 0, r);
+        ssl_report(MT_SOCK_TLS_RECV, (const void *)real, ssl, buf, r > 0 ? (uint64_t)r : 0, r,
+                   watched);
     }
     return r;
 }
 
-MT_EXPORT int SSL_write(struct mt_ssl *ssl, const void *buf, int num) {
+MT_EXPORT int SSL_read(struct mt_ssl *ssl, void *buf, int num) {
+    __typeof__(&SSL_read) real = MT_REAL_IF_RESOLVED(SSL_read);
+    if (__builtin_expect(real != NULL, 1) && !MT_PROBE_ON(io)) {
+        return real(ssl, buf, num);
+    }
+    return SSL_read_watched(ssl, buf, num);
+}
+
+__attribute__((noinline)) static int SSL_write_watched(struct mt_ssl *ssl, const void *buf,
+                                                       int num) {
     __typeof__(&SSL_write) real = REAL(SSL_write);
     if (real == NULL) {
         errno = ENOSYS;
         return -1;
     }
     mt_mark_send_start(1);
-    tls_call_begins();
+    int watched = tls_call_begins();
     int r = real(ssl, buf, num);
     if (MT_PROBE_ON(io)) {
-        ssl_report(MT_SOCK_TLS_SEND, (const void *)real, ssl, buf, r > 0 ? (uint64_t)r : 0, r);
+        ssl_report(MT_SOCK_TLS_SEND, (const void *)real, ssl, buf, r > 0 ? (uint64_t)r : 0, r,
+                   watched);
     }
     return r;
 }
 
+MT_EXPORT int SSL_write(struct mt_ssl *ssl, const void *buf, int num) {
+    __typeof__(&SSL_write) real = MT_REAL_IF_RESOLVED(SSL_write);
+    if (__builtin_expect(real != NULL, 1) && !MT_PROBE_ON(io)) {
+        return real(ssl, buf, num);
+    }
+    return SSL_write_watched(ssl, buf, num);
+}
+
 // The _ex variants return 1 or 0 and the byte count separately; ret is the
 // byte count on success and 0 on failure.
-MT_EXPORT int SSL_read_ex(struct mt_ssl *ssl, void *buf, size_t num, size_t *readbytes) {
+__attribute__((noinline)) static int SSL_read_ex_watched(struct mt_ssl *ssl, void *buf, size_t num,
+                                                         size_t *readbytes) {
     __typeof__(&SSL_read_ex) real = REAL(SSL_read_ex);
     if (real == NULL) {
         errno = ENOSYS;
         return 0;
     }
-    tls_call_begins();
+    int watched = tls_call_begins();
     int r = real(ssl, buf, num, readbytes);
     if (MT_PROBE_ON(io)) {
         uint64_t n = r == 1 && readbytes != NULL ? *readbytes : 0;
-        ssl_report(MT_SOCK_TLS_RECV, (const void *)real, ssl, buf, n, (int64_t)n);
+        ssl_report(MT_SOCK_TLS_RECV, (const void *)real, ssl, buf, n, (int64_t)n, watched);
     }
     return r;
 }
 
-MT_EXPORT int SSL_write_ex(struct mt_ssl *ssl, const void *buf, size_t num, size_t *written) {
+MT_EXPORT int SSL_read_ex(struct mt_ssl *ssl, void *buf, size_t num, size_t *readbytes) {
+    __typeof__(&SSL_read_ex) real = MT_REAL_IF_RESOLVED(SSL_read_ex);
+    if (__builtin_expect(real != NULL, 1) && !MT_PROBE_ON(io)) {
+        return real(ssl, buf, num, readbytes);
+    }
+    return SSL_read_ex_watched(ssl, buf, num, readbytes);
+}
+
+__attribute__((noinline)) static int SSL_write_ex_watched(struct mt_ssl *ssl, const void *buf,
+                                                          size_t num, size_t *written) {
     __typeof__(&SSL_write_ex) real = REAL(SSL_write_ex);
     if (real == NULL) {
         errno = ENOSYS;
         return 0;
     }
     mt_mark_send_start(1);
-    tls_call_begins();
+    int watched = tls_call_begins();
     int r = real(ssl, buf, num, written);
     if (MT_PROBE_ON(io)) {
         uint64_t n = r == 1 && written != NULL ? *written : 0;
-        ssl_report(MT_SOCK_TLS_SEND, (const void *)real, ssl, buf, n, (int64_t)n);
+        ssl_report(MT_SOCK_TLS_SEND, (const void *)real, ssl, buf, n, (int64_t)n, watched);
     }
     return r;
 }
 
-MT_EXPORT ssize_t gnutls_record_recv(struct mt_gnutls_session *session, void *data, size_t size) {
+MT_EXPORT int SSL_write_ex(struct mt_ssl *ssl, const void *buf, size_t num, size_t *written) {
+    __typeof__(&SSL_write_ex) real = MT_REAL_IF_RESOLVED(SSL_write_ex);
+    if (__builtin_expect(real != NULL, 1) && !MT_PROBE_ON(io)) {
+        return real(ssl, buf, num, written);
+    }
+    return SSL_write_ex_watched(ssl, buf, num, written);
+}
+
+__attribute__((noinline)) static ssize_t gnutls_record_recv_watched(
+    struct mt_gnutls_session *session, void *data, size_t size) {
     __typeof__(&gnutls_record_recv) real = REAL(gnutls_record_recv);
     if (real == NULL) {
         errno = ENOSYS;
         return MT_GNUTLS_NO_REAL;
     }
-    tls_call_begins();
+    int watched = tls_call_begins();
     ssize_t r = real(session, data, size);
     if (MT_PROBE_ON(io)) {
         gnutls_report(MT_SOCK_TLS_RECV, (const void *)real, session, data, r > 0 ? (uint64_t)r : 0,
-                      r);
+                      r, watched);
     }
     return r;
 }
 
-MT_EXPORT ssize_t gnutls_record_send(struct mt_gnutls_session *session, const void *data,
-                                     size_t size) {
+MT_EXPORT ssize_t gnutls_record_recv(struct mt_gnutls_session *session, void *data, size_t size) {
+    __typeof__(&gnutls_record_recv) real = MT_REAL_IF_RESOLVED(gnutls_record_recv);
+    if (__builtin_expect(real != NULL, 1) && !MT_PROBE_ON(io)) {
+        return real(session, data, size);
+    }
+    return gnutls_record_recv_watched(session, data, size);
+}
+
+__attribute__((noinline)) static ssize_t gnutls_record_send_watched(
+    struct mt_gnutls_session *session, const void *data, size_t size) {
     __typeof__(&gnutls_record_send) real = REAL(gnutls_record_send);
     if (real == NULL) {
         errno = ENOSYS;
         return MT_GNUTLS_NO_REAL;
     }
     mt_mark_send_start(1);
-    tls_call_begins();
+    int watched = tls_call_begins();
     ssize_t r = real(session, data, size);
     if (MT_PROBE_ON(io)) {
         gnutls_report(MT_SOCK_TLS_SEND, (const void *)real, session, data, r > 0 ? (uint64_t)r : 0,
-                      r);
+                      r, watched);
     }
     return r;
+}
+
+MT_EXPORT ssize_t gnutls_record_send(struct mt_gnutls_session *session, const void *data,
+                                     size_t size) {
+    __typeof__(&gnutls_record_send) real = MT_REAL_IF_RESOLVED(gnutls_record_send);
+    if (__builtin_expect(real != NULL, 1) && !MT_PROBE_ON(io)) {
+        return real(session, data, size);
+    }
+    return gnutls_record_send_watched(session, data, size);
 }

@@ -158,11 +158,16 @@ int GatedClient::finish() {
 
 TracedSession run_traced(const std::vector<std::string> &client_argv,
                          const std::vector<Step> &steps,
-                         const std::vector<std::string> &tracer_args, const std::string &out_path) {
+                         const std::vector<std::string> &tracer_args, const std::string &out_path,
+                         const std::vector<std::string> &tracer_prefix) {
     TracedSession s;
     GatedClient client(client_argv);
-    std::vector<std::string> argv = {
-        MYSQLTRACE_BINARY, "client", "--pid", std::to_string(client.pid()), "--output", out_path};
+    std::vector<std::string> argv = tracer_prefix;
+    for (const auto &a :
+         {std::string(MYSQLTRACE_BINARY), std::string("client"), std::string("--pid"),
+          std::to_string(client.pid()), std::string("--output"), out_path}) {
+        argv.push_back(a);
+    }
     argv.insert(argv.end(), tracer_args.begin(), tracer_args.end());
     BackgroundCommand tracer(argv);
     if (!tracer.wait_for_stderr("Ctrl-C to stop")) {

@@ -66,9 +66,12 @@ struct TracedSession {
 
 // Runs `client_argv` at a gate, attaches `mysqltrace client --pid` with
 // `tracer_args`, plays `steps`, lets the client exit, and collects the trace.
+// `tracer_prefix`: a command that runs mysqltrace (its argv appended) in its
+// own pid, e.g. a shell that prepares a mount namespace and execs it.
 TracedSession run_traced(const std::vector<std::string> &client_argv,
                          const std::vector<Step> &steps,
-                         const std::vector<std::string> &tracer_args, const std::string &out_path);
+                         const std::vector<std::string> &tracer_args, const std::string &out_path,
+                         const std::vector<std::string> &tracer_prefix = {});
 
 // Runs `mysqltrace run <tracer_args> -- <client_argv>`, plays `steps` through
 // it (the command's stdin and stdout pass through mysqltrace), and collects

@@ -254,6 +254,66 @@ TEST(ShimSites, ExportsExactlyTheInterposers) {
     EXPECT_EQ(shim().exports, want);
 }
 
+// With no tracer attached, an interposer loads the real function and the
+// semaphores (and, for data calls, the count of connections awaiting their
+// verdict) and jumps to the real function: no stack frame, no call, no
+// thread-local variable. Checked on the path that falls through every
+// branch up to the first jump through a register. connect(), close(),
+// shutdown(), mysql_real_connect(), mysql_close() and Oracle's non-blocking
+// calls keep their state with or without a tracer (docs/run.md);
+// mysql_real_connect_start() passes nine arguments on, three on the stack,
+// and saves registers for that (once per connection).
+TEST(ShimSites, IdleInterposersOnlyCheckAndJump) {
+    const std::set<std::string> stateful = {"connect",
+                                            "close",
+                                            "shutdown",
+                                            "mysql_real_connect",
+                                            "mysql_real_connect_start",
+                                            "mysql_close",
+                                            "mysql_real_connect_nonblocking",
+                                            "mysql_real_query_nonblocking",
+                                            "mysql_send_query_nonblocking",
+                                            "mysql_store_result_nonblocking",
+                                            "mysql_next_result_nonblocking",
+                                            "mysql_reset_connection_nonblocking"};
+    auto file = mysqltrace::elf::ElfFile::open(MYSQLTRACE_SHIM_PATH);
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    mysqltrace::elf::Disassembler dis;
+    size_t checked = 0;
+    for (const auto &name : shim().exports) {
+        if (stateful.count(name) != 0) {
+            continue;
+        }
+        auto sym = (*file)->find(name);
+        ASSERT_TRUE(sym.has_value()) << name;
+        auto bytes = (*file)->read(sym->vaddr, sym->size);
+        ASSERT_TRUE(bytes.ok()) << name;
+        size_t off = 0;
+        bool jumped = false;
+        std::string path;
+        for (int n = 0; n < 16 && off < bytes->size(); n++) {
+            const cs_insn *insn =
+                dis.decode(std::span<const uint8_t>(*bytes).subspan(off), sym->vaddr + off);
+            ASSERT_NE(insn, nullptr) << name << " at +" << off;
+            std::string text = mysqltrace::elf::Disassembler::text(*insn);
+            path += text + "; ";
+            EXPECT_TRUE(insn->id != X86_INS_PUSH && insn->id != X86_INS_CALL &&
+                        insn->id != X86_INS_SUB && text.find("fs:") == std::string::npos)
+                << name << ": " << path;
+            off += insn->size;
+            if (insn->id == X86_INS_JMP) {
+                // A jump to an address is the slow path's tail call or a
+                // branch; only a jump through a register is the real function.
+                jumped = text.find("0x") == std::string::npos;
+                break;
+            }
+        }
+        EXPECT_TRUE(jumped) << name << ": " << path;
+        checked++;
+    }
+    EXPECT_EQ(checked, 66u);
+}
+
 TEST(ShimSites, NeedsOnlyLibc) {
     // No libstdc++ or client library dragged into the programs it is loaded into.
     for (const auto &lib : shim().needed) {

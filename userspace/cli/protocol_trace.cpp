@@ -128,6 +128,9 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
     for (const auto &w : capture->tls_warnings()) {
         std::cerr << "mysqltrace: warning: " << w << "\n";
     }
+    for (const auto &n : capture->notes()) {
+        std::cerr << "mysqltrace: " << n << "\n";
+    }
     if (g.verbose > 0) {
         for (const auto &t : capture->tls_probes()) {
             std::cerr << "mysqltrace: TLS cleartext from " << t << "\n";

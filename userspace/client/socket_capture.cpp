@@ -6,12 +6,52 @@
 
 #include <bpf/bpf.h>
 
+#include "bpf/tracefs.h"
 #include "client.skel.h"
 #include "client/go_tls.h"
 #include "client/tls_probes.h"
 #include "proc/maps.h"
 
 namespace mysqltrace::client {
+
+namespace {
+
+// The per-syscall tracepoint programs of `obj` and their tracepoint ids,
+// mounting tracefs for the ids if need be (and unmounting it again).
+Result<std::vector<std::pair<bpf_program *, int>>> per_syscall_ids(
+    bpf_object *obj, std::vector<std::string> *notes) {
+    auto fs = bpf::open_tracefs();
+    if (!fs) {
+        return fs.error();
+    }
+    if (fs->mounted_here) {
+        notes->push_back("tracefs was not mounted: mounted it on " + fs->dir +
+                         " to read the syscall tracepoint ids, unmounted it again");
+    }
+    std::vector<std::pair<bpf_program *, int>> out;
+    Result<void> failed;
+    bpf_program *prog;
+    bpf_object__for_each_program(prog, obj) {
+        std::string_view sec = bpf_program__section_name(prog);
+        constexpr std::string_view kPrefix = "tracepoint/syscalls/";
+        if (!sec.starts_with(kPrefix)) {
+            continue;
+        }
+        auto id = bpf::tracepoint_id(fs->dir, "syscalls", std::string(sec.substr(kPrefix.size())));
+        if (!id) {
+            failed = id.error();
+            break;
+        }
+        out.emplace_back(prog, *id);
+    }
+    bpf::release_tracefs(*fs);
+    if (!failed) {
+        return failed.error();
+    }
+    return out;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOptions &opts,
                                                              CaptureSinks sinks) {
@@ -53,10 +93,31 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
         }
         c->skel_->rodata->go_tls = go_funcs.empty() ? 0 : 1;
     }
-    if (shim) {
-        // The shim reports the I/O itself: no syscall probes on the machine.
-        bpf_program__set_autoattach(c->skel_->progs.client_sys_enter, false);
-        bpf_program__set_autoattach(c->skel_->progs.client_sys_exit, false);
+    // The syscall probes: the per-syscall tracepoints (section
+    // "tracepoint/syscalls/..."), attached here by id, or the two raw
+    // tracepoints. The shim reports the I/O itself: then neither.
+    std::vector<std::pair<bpf_program *, int>> per_syscall;
+    bool raw = false;
+    if (!shim) {
+        auto ids = per_syscall_ids(c->skel_->obj, &c->notes_);
+        if (ids) {
+            per_syscall = std::move(ids).value();
+        } else {
+            raw = true;
+            c->notes_.push_back(ids.error().message +
+                                "; using the raw syscall tracepoints instead, which run for every "
+                                "syscall on the machine");
+        }
+    }
+    bpf_program *prog;
+    bpf_object__for_each_program(prog, c->skel_->obj) {
+        std::string_view sec = bpf_program__section_name(prog);
+        if (sec.starts_with("tracepoint/syscalls/")) {
+            bpf_program__set_autoload(prog, !per_syscall.empty());
+            bpf_program__set_autoattach(prog, false);
+        } else if (sec.starts_with("tp_btf/sys_")) {
+            bpf_program__set_autoload(prog, raw);
+        }
     }
     if (int err = ::client::load(c->skel_); err != 0) {
         return make_error(err, "cannot load the client BPF programs");
@@ -74,6 +135,13 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
         if (bpf_map_update_elem(bpf_map__fd(c->skel_->maps.mt_pids), &key, &one, BPF_ANY) != 0) {
             return make_error(errno, "cannot add pid " + std::to_string(pid) + " to the filter");
         }
+    }
+    for (const auto &[p, id] : per_syscall) {
+        auto l = bpf::attach_tracepoint_id(p, id);
+        if (!l) {
+            return l.error();
+        }
+        c->links_.emplace_back(*l);
     }
     if (int err = ::client::attach(c->skel_); err != 0) {
         return make_error(err, "cannot attach the socket syscall tracepoints");

@@ -53,6 +53,9 @@ class SocketCapture {
     // binary whose function table is not read, ...).
     const std::vector<std::string> &tls_warnings() const { return tls_warnings_; }
     uint64_t undecodable() const { return undecodable_; }
+    // What the user should know about how the capture was set up: a tracefs
+    // mount, a fallback to the raw syscall tracepoints.
+    const std::vector<std::string> &notes() const { return notes_; }
 
   private:
     SocketCapture() = default;
@@ -67,6 +70,7 @@ class SocketCapture {
     std::vector<bpf::Link> links_;
     std::vector<std::string> tls_probes_;
     std::vector<std::string> tls_warnings_;
+    std::vector<std::string> notes_;
     uint64_t undecodable_ = 0;
 };
 

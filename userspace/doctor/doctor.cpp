@@ -244,9 +244,10 @@ ProbeChecks check_probes(const DoctorOptions &opts) {
 Check check_tracefs() {
     bool mounted = access("/sys/kernel/tracing/events", F_OK) == 0 ||
                    access("/sys/kernel/debug/tracing/events", F_OK) == 0;
-    return ok("tracefs/debugfs", std::string("not required (") +
-                                     (mounted ? "mounted" : "not mounted") +
-                                     "); probes attach through perf_event_open and BTF");
+    return ok("tracefs/debugfs",
+              std::string(mounted ? "mounted" : "not mounted") +
+                  "; `client` reads syscall tracepoint ids there (mounts it when absent, "
+                  "else uses raw tracepoints)");
 }
 
 }  // namespace

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Per-syscall tracepoints (syscalls:sys_enter_read, ...): their ids come from
+// tracefs, which is often not mounted. Finds it, mounts it when absent, and
+// attaches BPF programs to tracepoints by id.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <bpf/libbpf.h>
+
+#include "util/result.h"
+
+namespace mysqltrace::bpf {
+
+// Where tracefs is mounted according to `mountinfo` (the text of
+// /proc/self/mountinfo): a tracefs mount, else the tracing directory of a
+// debugfs mount. Empty when neither is there.
+std::string find_tracefs(std::string_view mountinfo);
+
+// The tracefs directory to read tracepoint ids from.
+struct Tracefs {
+    std::string dir;
+    bool mounted_here = false;  // this process mounted it on /sys/kernel/tracing
+};
+
+// Finds tracefs, or mounts it on /sys/kernel/tracing when it is not mounted.
+// Fails when it is not mounted and cannot be.
+Result<Tracefs> open_tracefs();
+
+// Unmounts tracefs if open_tracefs() mounted it. Attached tracepoints stay.
+void release_tracefs(const Tracefs &t);
+
+// The id of tracepoint `category`:`name` under `tracefs_dir`.
+Result<int> tracepoint_id(const std::string &tracefs_dir, const std::string &category,
+                          const std::string &name);
+
+// Attaches `prog` to the tracepoint with id `id` for every process and CPU.
+Result<bpf_link *> attach_tracepoint_id(bpf_program *prog, int id);
+
+}  // namespace mysqltrace::bpf

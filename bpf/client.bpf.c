@@ -329,6 +329,42 @@ static __always_inline int send_begins(void)
     return 0;
 }
 
+// The `len` bytes of cleartext at c->buf that a TLS call (OpenSSL,
+// GnuTLS, Go's crypto/tls) returned, as a `kind` record on its socket: the
+// one a syscall inside the call named, remembered for its connection
+// (c->ssl), else the one last remembered (a call served from the library's
+// own buffer makes no syscall).
+static __always_inline int tls_cleartext(struct tls_call *c, __u32 kind, __u64 len)
+{
+    struct inflight in = {};
+    struct mt_sock_event *ev;
+    __u32 slot;
+
+    if (c->sock) {
+        struct tls_sock ts = {.sock = c->sock, .fd = c->fd, .family = c->family};
+
+        bpf_map_update_elem(&tls_socks, &c->ssl, &ts, BPF_ANY);
+    } else {
+        struct tls_sock *ts = bpf_map_lookup_elem(&tls_socks, &c->ssl);
+
+        if (ts) {
+            c->sock = ts->sock;
+            c->fd = ts->fd;
+            c->family = ts->family;
+        }
+    }
+    ev = claim(&slot);
+    if (!ev)
+        return 0;
+    in.sock = c->sock;
+    in.fd = c->fd;
+    in.family = c->family;
+    in.start_ns = c->start_ns;
+    emit(ev, kind, &in, len, copy_user(ev->data, 0, (const void *)c->buf, len));
+    mt_scratch_release(slot);
+    return 0;
+}
+
 #include "client_go.bpf.h"
 
 // Raw tracepoint fallback: every syscall of every process comes here.
@@ -557,11 +593,8 @@ int BPF_KRETPROBE(client_tls_exit, long ret)
 {
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     struct tls_call *p = bpf_map_lookup_elem(&tls_calls, &tid);
-    struct inflight in = {};
-    struct mt_sock_event *ev;
     struct tls_call c;
     __u64 len = 0;
-    __u32 slot;
 
     if (!p)
         return 0;
@@ -575,32 +608,10 @@ int BPF_KRETPROBE(client_tls_exit, long ret)
             return 0;
         len = ret;
     }
-    if (c.sock) {
-        struct tls_sock ts = {.sock = c.sock, .fd = c.fd, .family = c.family};
-
-        bpf_map_update_elem(&tls_socks, &c.ssl, &ts, BPF_ANY);
-    } else {
-        struct tls_sock *ts = bpf_map_lookup_elem(&tls_socks, &c.ssl);
-
-        if (ts) {
-            c.sock = ts->sock;
-            c.fd = ts->fd;
-            c.family = ts->family;
-        }
-    }
-    ev = claim(&slot);
-    if (!ev)
-        return 0;
-    in.sock = c.sock;
-    in.fd = c.fd;
-    in.family = c.family;
-    in.start_ns = c.start_ns;
-    emit(ev,
-         (c.func == MT_TLS_SSL_READ || c.func == MT_TLS_SSL_READ_EX ||
-          c.func == MT_TLS_GNUTLS_RECV) ? MT_SOCK_TLS_RECV : MT_SOCK_TLS_SEND,
-         &in, len, copy_user(ev->data, 0, (const void *)c.buf, len));
-    mt_scratch_release(slot);
-    return 0;
+    return tls_cleartext(&c,
+                         (c.func == MT_TLS_SSL_READ || c.func == MT_TLS_SSL_READ_EX ||
+                          c.func == MT_TLS_GNUTLS_RECV) ? MT_SOCK_TLS_RECV : MT_SOCK_TLS_SEND,
+                         len);
 }
 
 SEC("tp_btf/sched_process_fork")

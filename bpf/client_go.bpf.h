@@ -54,8 +54,7 @@ struct {
 
 // The Go TLS call the current goroutine is in, or 0. Called from the
 // syscall programs: the user registers are the thread's saved ones.
-static __always_inline struct tls_call *go_tls_call(void)
-{
+static __always_inline struct tls_call *go_tls_call(void) {
     struct go_key k = {};
     struct pt_regs *regs;
 
@@ -73,8 +72,7 @@ static __always_inline struct tls_call *go_tls_call(void)
 // mt_tls_func). A goroutine whose stack must grow runs the prologue twice:
 // the second entry replaces the first, with the same arguments.
 SEC("uprobe")
-int client_go_tls_enter(struct pt_regs *ctx)
-{
+int client_go_tls_enter(struct pt_regs *ctx) {
     __u64 pid_tgid = bpf_get_current_pid_tgid();
     struct go_key k = {};
     struct tls_call c = {};
@@ -93,15 +91,11 @@ int client_go_tls_enter(struct pt_regs *ctx)
 
 // On each RET of the two functions: n bytes of b were written or read.
 SEC("uprobe")
-int client_go_tls_ret(struct pt_regs *ctx)
-{
+int client_go_tls_ret(struct pt_regs *ctx) {
     struct go_key k = {};
-    struct inflight in = {};
-    struct mt_sock_event *ev;
     struct tls_call *p;
     struct tls_call c;
     __s64 n = (__s64)ctx->ax;
-    __u32 slot;
 
     k.g = ctx->r14;
     k.tgid = bpf_get_current_pid_tgid() >> 32;
@@ -112,28 +106,5 @@ int client_go_tls_ret(struct pt_regs *ctx)
     bpf_map_delete_elem(&go_tls_calls, &k);
     if (n <= 0)
         return 0;
-    if (c.sock) {
-        struct tls_sock ts = {.sock = c.sock, .fd = c.fd, .family = c.family};
-
-        bpf_map_update_elem(&tls_socks, &c.ssl, &ts, BPF_ANY);
-    } else {
-        struct tls_sock *ts = bpf_map_lookup_elem(&tls_socks, &c.ssl);
-
-        if (ts) {
-            c.sock = ts->sock;
-            c.fd = ts->fd;
-            c.family = ts->family;
-        }
-    }
-    ev = claim(&slot);
-    if (!ev)
-        return 0;
-    in.sock = c.sock;
-    in.fd = c.fd;
-    in.family = c.family;
-    in.start_ns = c.start_ns;
-    emit(ev, c.func == MT_TLS_GO_READ ? MT_SOCK_TLS_RECV : MT_SOCK_TLS_SEND, &in, n,
-         copy_user(ev->data, 0, (const void *)c.buf, n));
-    mt_scratch_release(slot);
-    return 0;
+    return tls_cleartext(&c, c.func == MT_TLS_GO_READ ? MT_SOCK_TLS_RECV : MT_SOCK_TLS_SEND, n);
 }

@@ -106,6 +106,7 @@ struct Fixture {
         a.rings.late = 0;
         a.undecodable = 2;
         a.probes = 9;
+        a.outputs_failed = 1;  // its slow.log hit a full disk
         ServerSample b;
         b.labels = &mysql;
         b.stats = &mysql_stats;

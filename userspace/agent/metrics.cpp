@@ -195,6 +195,10 @@ void render_servers(std::string &out, const std::vector<Prepared> &servers) {
         {"mysqltrace_tracer_records_late_total", "counter",
          "Records older than one already handed on (later than the reorder window).",
          [](const ServerSample &s) { return s.rings.late; }},
+        {"mysqltrace_output_files_failed", "gauge",
+         "The server's files that stopped after a write error (a full disk, a removed "
+         "directory); its other outputs and the other servers go on.",
+         [](const ServerSample &s) { return uint64_t{s.outputs_failed}; }},
         {"mysqltrace_statement_classes", "gauge",
          "Statement classes with series of their own; later classes go to command=\"other\".",
          [](const ServerSample &s) { return s.stats ? uint64_t{s.stats->classes().size()} : 0; }},
@@ -309,6 +313,7 @@ ServerSample sample_of(const TracedServer &server) {
     s.rings = server.ring_stats();
     s.undecodable = server.tracer().undecodable();
     s.probes = server.probe_count();
+    s.outputs_failed = server.outputs_failed();
     return s;
 }
 

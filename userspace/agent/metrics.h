@@ -35,6 +35,7 @@ struct ServerSample {
     bpf::RingStats rings;
     uint64_t undecodable = 0;
     size_t probes = 0;
+    size_t outputs_failed = 0;  // its files that stopped after a write error
 };
 
 // What `server` contributes now (under the lock that keeps its event loop out).

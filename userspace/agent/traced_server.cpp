@@ -183,6 +183,14 @@ void TracedServer::on_statement(const server::Statement &st) {
     }
 }
 
+size_t TracedServer::outputs_failed() const {
+    size_t n = 0;
+    for (const auto *f : {json_.get(), slowlog_.get()}) {
+        n += f != nullptr && f->failed() ? 1 : 0;
+    }
+    return n;
+}
+
 void TracedServer::tick() {
     tracer_->refresh_clock();
     for (auto *f : {json_.get(), slowlog_.get()}) {

@@ -84,6 +84,8 @@ class TracedServer {
     const server::StatementTracer &tracer() const { return *tracer_; }
     // Its rings' counters (drops, records); one BPF map read.
     bpf::RingStats ring_stats() const { return tracer_->rings().stats(); }
+    // Its files that stopped after a write error (0, 1 or 2).
+    size_t outputs_failed() const;
     // Drains the rings without waiting.
     Result<int> poll();
     // Once a second: the clock offset, the files.

@@ -3,10 +3,11 @@
 # The newcomer's tour: installs dependencies, builds, checks the machine with
 # `mysqltrace doctor`, starts a throwaway MariaDB server, and traces it while
 # a client runs a small workload (statements, stages, waits, a lock wait and
-# its blocker, leave-on digest estimates, a call tree, client protocol
-# traces); then the same with Oracle MySQL 9.7 from a Debian sid chroot
-# (built once, ~20 s), and the agent tracing both servers into files of
-# their own. Everything it starts, it stops.
+# its blocker, leave-on digest estimates, OpenTelemetry spans, a call tree,
+# client protocol traces); then the same with Oracle MySQL 9.7 from a Debian
+# sid chroot (built once, ~20 s), and the agent tracing both servers into
+# files of their own, with Prometheus metrics and `mysqltrace top`.
+# Everything it starts, it stops.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 mt_need_root "$@"
@@ -140,6 +141,18 @@ print(f"the client ran {i} + {(i + 3) // 4} statements")
 PY
 finish_tracer
 
+banner "mysqltrace server --format otlp: OpenTelemetry spans, joined to the application's trace"
+# One SERVER span per statement with the database semantic conventions'
+# attributes; a sqlcommenter traceparent puts it in the caller's trace
+# (--otlp URL posts the same batches to a collector).
+start_tracer server --pid "$MT_PID" --format otlp --output "$work/spans.json"
+client demo -e "SELECT name FROM t WHERE id = 1 /*traceparent='00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'*/" >/dev/null
+finish_tracer
+jq -c '.resourceSpans[].scopeSpans[].spans[] | select(.name | startswith("SELECT"))
+  | {name, traceId, parentSpanId, kind,
+     attributes: [.attributes[] | select(.key | test("^db[.]")) | {(.key): (.value | to_entries[0].value)}] | add}' \
+  "$work/spans.json"
+
 banner "mysqltrace calls --pid $MT_PID: the server's call tree for one statement"
 # Entry and return probes on the functions whose names match, found in the
 # binary's symbol tables: a -finstrument-functions trace without a rebuild.
@@ -236,15 +249,23 @@ banner "mysqltrace agent: every server of the host, each traced into files of it
 # It finds servers in /proc as they start (--socket-prefix keeps it to this
 # demo's two), labels each (flavour, version, port, socket, cgroup, unit,
 # container) and traces it as `server` does; a server that exits is detached.
+# --metrics-listen serves Prometheus metrics (the package's agent.conf:
+# 127.0.0.1:9715), and `mysqltrace top` reads its control socket.
 start_tracer agent --output-dir "$work/agent" --format json,slowlog --socket-prefix "$work/" \
-  --rescan-ms 500
+  --rescan-ms 500 --metrics-listen 127.0.0.1:0 --control-socket "$work/agent.sock"
 for _ in $(seq 100); do
   [ "$(grep -c "attached pid=" "$work/trace.err")" -ge 2 ] && break
   sleep 0.1
 done
-client demo -e "SELECT name FROM t WHERE id = 2" >/dev/null
+for i in 1 2 3; do client demo -e "SELECT name FROM t WHERE id = $i" >/dev/null; done
 mysql_client demo -e "SELECT COUNT(*) FROM t" >/dev/null
 sleep 0.5
+metrics=$(sed -n 's|^mysqltrace: metrics at \(http://[^ ]*\)$|\1|p' "$work/trace.err")
+echo "\$ curl -s $metrics | grep '^mysqltrace_statements_total.*sql/select'"
+curl -s "$metrics" | grep '^mysqltrace_statements_total.*sql/select' || true
+echo "\$ mysqltrace top --batch (the live screen's table, as top -b prints it)"
+"$mt" top --control-socket "$work/agent.sock" --batch --duration 1.5 --sort calls 2>/dev/null |
+  head -8 || true
 finish_tracer
 (cd "$work/agent" && find . -type f | sort)
 cat "$work/agent"/*mysql-*/slow.log

@@ -146,7 +146,7 @@ banner "mysqltrace server --format otlp: OpenTelemetry spans, joined to the appl
 # attributes; a sqlcommenter traceparent puts it in the caller's trace
 # (--otlp URL posts the same batches to a collector).
 start_tracer server --pid "$MT_PID" --format otlp --output "$work/spans.json"
-client demo -e "SELECT name FROM t WHERE id = 1 /*traceparent='00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'*/" >/dev/null
+client --comments demo -e "SELECT name FROM t WHERE id = 1 /*traceparent='00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'*/" >/dev/null
 finish_tracer
 jq -c '.resourceSpans[].scopeSpans[].spans[] | select(.name | startswith("SELECT"))
   | {name, traceId, parentSpanId, kind,

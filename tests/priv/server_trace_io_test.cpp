@@ -50,8 +50,14 @@ TEST_P(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     ASSERT_EQ(run_query(holder, "unlock tables"), 0u);
     blocked.join();
-    // A commit: InnoDB writes and syncs its log in the committing thread.
-    ASSERT_EQ(run_query(waiter, "insert into mt_db.t values (2, repeat('y', 5000))"), 0u);
+    // Commits: InnoDB writes and syncs its log in the committing thread,
+    // unless a background flush got there first (on a loaded machine it
+    // can): three of them, one of which must show it.
+    for (int row = 2; row <= 4; row++) {
+        ASSERT_EQ(run_query(waiter, "insert into mt_db.t values (" + std::to_string(row) +
+                                        ", repeat('y', 5000))"),
+                  0u);
+    }
     // 200 ms of the client thinking: the server thread is idle.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     ASSERT_EQ(run_query(waiter, "select 'after idle'"), 0u);
@@ -92,26 +98,30 @@ TEST_P(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
     }
     EXPECT_TRUE(in_mdl_stage);
 
-    json insert_st;
-    bool log_sync = false;
-    uint64_t log_written = 0;
-    for (const auto &w :
-         waits_of(all, "insert into mt_db.t values (2, repeat('y', 5000))", &insert_st)) {
-        if (w["EVENT_NAME"] == "wait/io/file/innodb/innodb_log_file") {
-            EXPECT_NE(w["OBJECT_NAME"].get<std::string>().find(want().redo_log_name),
-                      std::string::npos)
-                << w.dump();
-            EXPECT_EQ(w["OBJECT_TYPE"], "FILE");
-            log_sync |= w["OPERATION"] == "sync";
-            if (w["OPERATION"] == "write") {
-                log_written += w["NUMBER_OF_BYTES"].get<uint64_t>();
+    // The row's redo, in one write or in several, and its sync.
+    bool committed_in_thread = false;
+    for (int row = 2; row <= 4; row++) {
+        json insert_st;
+        bool log_sync = false;
+        uint64_t log_written = 0;
+        for (const auto &w : waits_of(
+                 all, "insert into mt_db.t values (" + std::to_string(row) + ", repeat('y', 5000))",
+                 &insert_st)) {
+            if (w["EVENT_NAME"] == "wait/io/file/innodb/innodb_log_file") {
+                EXPECT_NE(w["OBJECT_NAME"].get<std::string>().find(want().redo_log_name),
+                          std::string::npos)
+                    << w.dump();
+                EXPECT_EQ(w["OBJECT_TYPE"], "FILE");
+                log_sync |= w["OPERATION"] == "sync";
+                if (w["OPERATION"] == "write") {
+                    log_written += w["NUMBER_OF_BYTES"].get<uint64_t>();
+                }
             }
         }
+        ASSERT_FALSE(insert_st.is_null()) << row;
+        committed_in_thread |= log_sync && log_written >= want().redo_log_min_write;
     }
-    ASSERT_FALSE(insert_st.is_null());
-    EXPECT_TRUE(log_sync);
-    // The row's redo, in one write or in several.
-    EXPECT_GE(log_written, want().redo_log_min_write);
+    EXPECT_TRUE(committed_in_thread);
 
     // The reply of a statement goes out in it; the time before the next
     // command is idle, outside any statement.

@@ -121,8 +121,8 @@ static __always_inline int frame_of_caller(struct scan_buf *b, __u64 sp, int i) 
     return 0;
 }
 
-static __always_inline __u64 server_caller(struct pt_regs *regs) {
-    __u64 sp = BPF_CORE_READ(regs, sp);
+// `sp`: the thread's user stack pointer at the syscall.
+static __always_inline __u64 server_caller(__u64 sp) {
     struct scan_buf *b;
     __u64 first = 0;
     __u32 zero = 0;
@@ -171,14 +171,14 @@ static __always_inline __u32 fd_class(__u64 fd) {
     return 0;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(server_sys_enter, struct pt_regs *regs, long id) {
+// The start of syscall `nr` with its first four arguments; `regs`: the
+// thread's user registers when at hand (else looked up, for a futex's stack).
+static __always_inline int wait_enter(long nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3,
+                                      struct pt_regs *regs) {
     struct thread_state *st;
     __u32 kind, op;
 
-    if (!traced())
-        return 0;
-    kind = wait_kind(id);
+    kind = wait_kind(nr);
     if (!kind)
         return 0;
     st = state_of(0);
@@ -188,24 +188,26 @@ int BPF_PROG(server_sys_enter, struct pt_regs *regs, long id) {
     st->sc_value = 0;
     st->sc_caller = 0;
     if (kind == MT_WAIT_FUTEX) {
-        op = (__u32)BPF_CORE_READ(regs, si) & FUTEX_CMD_MASK;
+        op = (__u32)a1 & FUTEX_CMD_MASK;
         if (op != FUTEX_WAIT && op != FUTEX_WAIT_BITSET && op != FUTEX_LOCK_PI &&
             op != FUTEX_LOCK_PI2) {
             st->sc_kind = 0;  // a wake: never blocks
             return 0;
         }
-        st->sc_object = BPF_CORE_READ(regs, di);
-        st->sc_value = (__u32)BPF_CORE_READ(regs, dx);
-        if (BPF_CORE_READ(regs, r10))
+        st->sc_object = a0;
+        st->sc_value = (__u32)a2;
+        if (a3)
             st->sc_flags |= MT_WAIT_TIMED;
-        st->sc_caller = server_caller(regs);
+        if (!regs)
+            regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+        st->sc_caller = server_caller(BPF_CORE_READ(regs, sp));
     } else if (kind == MT_WAIT_OPEN) {
         st->sc_object = 0;  // the fd comes back at exit
         st->sc_flags |= MT_WAIT_FILE;
     } else if (kind != MT_WAIT_POLL) {
         __u32 cls;
 
-        st->sc_object = (__u32)BPF_CORE_READ(regs, di);  // the fd
+        st->sc_object = (__u32)a0;  // the fd
         cls = fd_class(st->sc_object);
         if (!cls) {
             st->sc_kind = 0;
@@ -220,15 +222,13 @@ int BPF_PROG(server_sys_enter, struct pt_regs *regs, long id) {
     return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(server_sys_exit, struct pt_regs *regs, long ret) {
+// The end of the syscall that wait_enter() began, with its result.
+static __always_inline int wait_exit(long ret) {
     struct mt_server_wait_event *ev;
     struct thread_state *st;
     void *ring;
     __u64 id;
 
-    if (!traced())
-        return 0;
     st = state_of(0);
     if (!st || !st->sc_kind)
         return 0;
@@ -254,4 +254,56 @@ int BPF_PROG(server_sys_exit, struct pt_regs *regs, long ret) {
     }
     st->sc_kind = 0;
     return 0;
+}
+
+// The per-syscall tracepoints (syscalls:sys_enter_futex, ...): they run for
+// the syscalls they name only. Attached by id (tracefs) in userspace.
+#define MT_WAIT_SYSCALL(name)                                                       \
+    SEC("tracepoint/syscalls/sys_enter_" #name)                                     \
+    int server_enter_##name(struct trace_event_raw_sys_enter *ctx) {                \
+        if (!traced())                                                              \
+            return 0;                                                               \
+        return wait_enter(NR_##name, ctx->args[0], ctx->args[1], ctx->args[2],      \
+                          ctx->args[3], 0);                                         \
+    }                                                                               \
+    SEC("tracepoint/syscalls/sys_exit_" #name)                                      \
+    int server_exit_##name(struct trace_event_raw_sys_exit *ctx) {                  \
+        if (!traced())                                                              \
+            return 0;                                                               \
+        return wait_exit(ctx->ret);                                                 \
+    }
+
+MT_WAIT_SYSCALL(read)
+MT_WAIT_SYSCALL(write)
+MT_WAIT_SYSCALL(close)
+MT_WAIT_SYSCALL(poll)
+MT_WAIT_SYSCALL(pread64)
+MT_WAIT_SYSCALL(pwrite64)
+MT_WAIT_SYSCALL(readv)
+MT_WAIT_SYSCALL(writev)
+MT_WAIT_SYSCALL(sendto)
+MT_WAIT_SYSCALL(recvfrom)
+MT_WAIT_SYSCALL(sendmsg)
+MT_WAIT_SYSCALL(recvmsg)
+MT_WAIT_SYSCALL(fsync)
+MT_WAIT_SYSCALL(fdatasync)
+MT_WAIT_SYSCALL(futex)
+MT_WAIT_SYSCALL(openat)
+MT_WAIT_SYSCALL(ppoll)
+
+// The raw tracepoints, when tracefs (the per-syscall tracepoints' ids) is
+// out of reach: they run for every syscall of every process.
+SEC("tp_btf/sys_enter")
+int BPF_PROG(server_sys_enter, struct pt_regs *regs, long id) {
+    if (!traced() || !wait_kind(id))
+        return 0;
+    return wait_enter(id, BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, si),
+                      BPF_CORE_READ(regs, dx), BPF_CORE_READ(regs, r10), regs);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(server_sys_exit, struct pt_regs *regs, long ret) {
+    if (!traced())
+        return 0;
+    return wait_exit(ret);
 }

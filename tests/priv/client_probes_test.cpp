@@ -20,6 +20,7 @@
 #include "priv/cli_util.h"
 #include "priv/client_session.h"
 #include "priv/priv.h"
+#include "priv/tracefs_util.h"
 
 namespace {
 
@@ -45,33 +46,6 @@ class Sleeper {
     pid_t pid_ = -1;
 };
 
-// Unmounts every tracefs and debugfs in the (private) mount namespace.
-constexpr const char *kUnmountTracefs =
-    "for m in $(findmnt -n -l -o TARGET -t tracefs,debugfs | sort -r); do umount -l \"$m\"; done; ";
-
-// Besides, hides /sys/kernel behind a read-only tmpfs (keeping its BTF), so
-// that /sys/kernel/tracing is gone and tracefs cannot be mounted there.
-constexpr const char *kNoTracefsMountPoint =
-    "hold=$(mktemp -d) && mount --bind /sys/kernel/btf \"$hold\" && "
-    "mount -t tmpfs -o size=64k tmpfs /sys/kernel && mkdir /sys/kernel/btf && "
-    "mount --move \"$hold\" /sys/kernel/btf && mount -o remount,ro /sys/kernel && "
-    "rmdir \"$hold\" || exit 99; ";
-
-// The tracepoints (per-syscall "tracepoint" and "raw_tracepoint") the
-// process `pid` has BPF programs on, as "TYPE NAME".
-std::set<std::string> tracepoints_of(pid_t pid) {
-    auto r = run_command({"/bin/sh", "-c", "exec bpftool -j perf show"});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    std::set<std::string> out;
-    for (const auto &e : nlohmann::json::parse(r.out)) {
-        std::string type = e.value("fd_type", "");
-        if (e.value("pid", -1) == pid && (type == "tracepoint" || type == "raw_tracepoint")) {
-            out.insert(type + " " + e.value("tracepoint", ""));
-        }
-    }
-    return out;
-}
-
 const std::set<std::string> kPerSyscall = {
     "tracepoint sys_enter_close",        "tracepoint sys_enter_shutdown",
     "tracepoint sys_enter_write",        "tracepoint sys_enter_writev",
@@ -95,12 +69,6 @@ struct Attached {
     std::set<std::string> tracepoints;
     std::string err;
 };
-
-// The command that runs a command in a private mount namespace after `setup`.
-std::vector<std::string> in_namespace(const std::string &setup) {
-    return {"/usr/bin/unshare",    "--mount", "--propagation", "private", "sh", "-c",
-            setup + "exec \"$@\"", "sh"};
-}
 
 // Runs `mysqltrace client --pid` on a sleeping process, in a private mount
 // namespace prepared by `setup` (shell), and reads its tracepoints.

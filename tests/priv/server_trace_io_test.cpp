@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -21,6 +22,7 @@
 #include "priv/cli_util.h"
 #include "priv/priv.h"
 #include "priv/server_session.h"
+#include "priv/tracefs_util.h"
 
 namespace {
 
@@ -161,6 +163,69 @@ TEST_P(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
     EXPECT_EQ(summaries, counted.size());
     mysql_close(holder);
     mysql_close(waiter);
+}
+
+// --waits takes each syscall it records from that syscall's own tracepoint
+// (sys_enter_futex, ...), which runs for nothing else; with tracefs out of
+// reach (their ids are read there), from the two raw syscall tracepoints,
+// which run for every syscall on the machine and see the same waits.
+TEST_P(ServerTrace, WaitsFromPerSyscallTracepointsOrTheRawOnes) {
+    ASSERT_TRUE(server_
+                    ->query("create database mt_db; create table mt_db.t (a int primary key) "
+                            "engine=InnoDB; insert into mt_db.t values (1)")
+                    .ok());
+    std::set<std::string> per_syscall = {"raw_tracepoint sched_process_exit"};
+    for (const char *call :
+         {"read", "write", "close", "poll", "pread64", "pwrite64", "readv", "writev", "sendto",
+          "recvfrom", "sendmsg", "recvmsg", "fsync", "fdatasync", "futex", "openat", "ppoll"}) {
+        per_syscall.insert(std::string("tracepoint sys_enter_") + call);
+        per_syscall.insert(std::string("tracepoint sys_exit_") + call);
+    }
+    const std::set<std::string> raw = {"raw_tracepoint sys_enter", "raw_tracepoint sys_exit",
+                                       "raw_tracepoint sched_process_exit"};
+    for (bool hide_tracefs : {false, true}) {
+        SCOPED_TRACE(hide_tracefs ? "tracefs out of reach" : "tracefs");
+        std::remove(out_path_.c_str());
+        std::vector<std::string> argv;
+        if (hide_tracefs) {
+            argv = in_namespace(std::string(kUnmountTracefs) + kNoTracefsMountPoint);
+        }
+        for (const auto &a : server_tracer_argv(*server_, {"--waits", "--stages", "off", "--format",
+                                                           "json", "--output", out_path_})) {
+            argv.push_back(a);
+        }
+        MYSQL *holder = connect();
+        MYSQL *waiter = connect();
+        ASSERT_NE(holder, nullptr);
+        ASSERT_NE(waiter, nullptr);
+        BackgroundCommand tracer(argv);
+        ASSERT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop")) << tracer.stderr_so_far();
+        EXPECT_EQ(tracepoints_of(tracer.pid()), hide_tracefs ? raw : per_syscall);
+        ASSERT_EQ(run_query(holder, "lock tables mt_db.t write"), 0u);
+        std::thread blocked(
+            [&] { EXPECT_EQ(run_query(waiter, "select count(*) from mt_db.t"), 0u); });
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        ASSERT_EQ(run_query(holder, "unlock tables"), 0u);
+        blocked.join();
+        mysql_close(holder);
+        mysql_close(waiter);
+        auto r = tracer.stop(SIGINT);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_NE(r.err.find(" 0 records dropped;"), std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find("using the raw syscall tracepoints instead") != std::string::npos,
+                  hide_tracefs)
+            << r.err;
+        // The metadata lock wait, named by the server function that waited
+        // (its caller found on the user stack the futex left).
+        json st;
+        bool lock = false;
+        for (const auto &w :
+             waits_of(read_json_lines(out_path_), "select count(*) from mt_db.t", &st)) {
+            lock |= w["EVENT_NAME"] == "wait/synch/cond/sql/MDL_wait::timed_wait" &&
+                    w["TIMER_WAIT"].get<uint64_t>() > 200'000'000'000ull;
+        }
+        EXPECT_TRUE(lock) << st.dump();
+    }
 }
 
 // --table-io: each row a statement reads or writes through the handler is

@@ -136,4 +136,49 @@ Result<bpf_link *> attach_tracepoint_id(bpf_program *prog, int id) {
     return l;
 }
 
+namespace {
+constexpr std::string_view kSyscallPrefix = "tracepoint/syscalls/";
+}  // namespace
+
+bool is_syscall_tracepoint_program(const bpf_program *prog) {
+    return std::string_view(bpf_program__section_name(prog)).starts_with(kSyscallPrefix);
+}
+
+bool is_raw_syscall_program(const bpf_program *prog) {
+    return std::string_view(bpf_program__section_name(prog)).starts_with("tp_btf/sys_");
+}
+
+Result<std::vector<std::pair<bpf_program *, int>>> syscall_tracepoint_ids(
+    bpf_object *obj, std::vector<std::string> *notes) {
+    auto fs = open_tracefs();
+    if (!fs) {
+        return fs.error();
+    }
+    if (fs->mounted_here) {
+        notes->push_back("tracefs was not mounted: mounted it on " + fs->dir +
+                         " to read the syscall tracepoint ids, unmounted it again");
+    }
+    std::vector<std::pair<bpf_program *, int>> out;
+    Result<void> failed;
+    bpf_program *prog;
+    bpf_object__for_each_program(prog, obj) {
+        if (!is_syscall_tracepoint_program(prog)) {
+            continue;
+        }
+        std::string_view sec = bpf_program__section_name(prog);
+        auto id =
+            tracepoint_id(fs->dir, "syscalls", std::string(sec.substr(kSyscallPrefix.size())));
+        if (!id) {
+            failed = id.error();
+            break;
+        }
+        out.emplace_back(prog, *id);
+    }
+    release_tracefs(*fs);
+    if (!failed) {
+        return failed.error();
+    }
+    return out;
+}
+
 }  // namespace mysqltrace::bpf

@@ -6,6 +6,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <bpf/libbpf.h>
 
@@ -37,5 +39,18 @@ Result<int> tracepoint_id(const std::string &tracefs_dir, const std::string &cat
 
 // Attaches `prog` to the tracepoint with id `id` for every process and CPU.
 Result<bpf_link *> attach_tracepoint_id(bpf_program *prog, int id);
+
+// The programs of `obj` in sections "tracepoint/syscalls/NAME" and the ids
+// of their tracepoints, mounting tracefs for the ids if need be and
+// unmounting it again (a line in *notes says so). Fails when tracefs is out
+// of reach or an id cannot be read: the caller falls back to the raw
+// tracepoints.
+Result<std::vector<std::pair<bpf_program *, int>>> syscall_tracepoint_ids(
+    bpf_object *obj, std::vector<std::string> *notes);
+
+// Whether `prog` is a per-syscall tracepoint program ("tracepoint/syscalls/")
+// or a raw syscall one ("tp_btf/sys_enter", "tp_btf/sys_exit").
+bool is_syscall_tracepoint_program(const bpf_program *prog);
+bool is_raw_syscall_program(const bpf_program *prog);
 
 }  // namespace mysqltrace::bpf

@@ -439,6 +439,9 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     if (!(*tracer)->threads_note().empty()) {
         std::cerr << "mysqltrace: --threads: " << (*tracer)->threads_note() << "\n";
     }
+    for (const auto &n : (*tracer)->notes()) {
+        std::cerr << "mysqltrace: " << n << "\n";
+    }
     trace::LoopOptions lo;
     lo.duration_s = a.duration;
     lo.reader_nice = a.reader_nice;

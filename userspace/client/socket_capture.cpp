@@ -14,45 +14,6 @@
 
 namespace mysqltrace::client {
 
-namespace {
-
-// The per-syscall tracepoint programs of `obj` and their tracepoint ids,
-// mounting tracefs for the ids if need be (and unmounting it again).
-Result<std::vector<std::pair<bpf_program *, int>>> per_syscall_ids(
-    bpf_object *obj, std::vector<std::string> *notes) {
-    auto fs = bpf::open_tracefs();
-    if (!fs) {
-        return fs.error();
-    }
-    if (fs->mounted_here) {
-        notes->push_back("tracefs was not mounted: mounted it on " + fs->dir +
-                         " to read the syscall tracepoint ids, unmounted it again");
-    }
-    std::vector<std::pair<bpf_program *, int>> out;
-    Result<void> failed;
-    bpf_program *prog;
-    bpf_object__for_each_program(prog, obj) {
-        std::string_view sec = bpf_program__section_name(prog);
-        constexpr std::string_view kPrefix = "tracepoint/syscalls/";
-        if (!sec.starts_with(kPrefix)) {
-            continue;
-        }
-        auto id = bpf::tracepoint_id(fs->dir, "syscalls", std::string(sec.substr(kPrefix.size())));
-        if (!id) {
-            failed = id.error();
-            break;
-        }
-        out.emplace_back(prog, *id);
-    }
-    bpf::release_tracefs(*fs);
-    if (!failed) {
-        return failed.error();
-    }
-    return out;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOptions &opts,
                                                              CaptureSinks sinks) {
     for (pid_t pid : opts.pids) {
@@ -99,7 +60,7 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
     std::vector<std::pair<bpf_program *, int>> per_syscall;
     bool raw = false;
     if (!shim) {
-        auto ids = per_syscall_ids(c->skel_->obj, &c->notes_);
+        auto ids = bpf::syscall_tracepoint_ids(c->skel_->obj, &c->notes_);
         if (ids) {
             per_syscall = std::move(ids).value();
         } else {
@@ -111,11 +72,10 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
     }
     bpf_program *prog;
     bpf_object__for_each_program(prog, c->skel_->obj) {
-        std::string_view sec = bpf_program__section_name(prog);
-        if (sec.starts_with("tracepoint/syscalls/")) {
+        if (bpf::is_syscall_tracepoint_program(prog)) {
             bpf_program__set_autoload(prog, !per_syscall.empty());
             bpf_program__set_autoattach(prog, false);
-        } else if (sec.starts_with("tp_btf/sys_")) {
+        } else if (bpf::is_raw_syscall_program(prog)) {
             bpf_program__set_autoload(prog, raw);
         }
     }

@@ -104,6 +104,9 @@ class StatementTracer {
     const std::string &path_note() const { return path_note_; }
     // With on_connection: what the connection probes see ("" without).
     const std::string &threads_note() const { return threads_note_; }
+    // What the user should know of how this trace attached (tracefs mounted
+    // for a moment, the raw syscall tracepoints used instead), a line each.
+    const std::vector<std::string> &notes() const { return notes_; }
     const Connections &connections() const { return connections_; }
     // What --locks learnt of this build (empty unless options.locks).
     const LockLayout &lock_layout() const { return lock_layout_; }
@@ -168,6 +171,7 @@ class StatementTracer {
     Connections connections_;
     Connection connection_;  // reused
     std::string threads_note_;
+    std::vector<std::string> notes_;
     LockLayout lock_layout_;
     std::function<void(std::span<const uint8_t>)> lock_records_;
 };

@@ -97,6 +97,10 @@ TEST(JsonWriter, ObjectsArraysNumbersAndNull) {
     j.key("e");
     j.begin_array();
     j.end_array();
+    // Keys longer than the writer puts together on the stack.
+    const std::string long_key(100, 'k');
+    j.field(long_key, uint64_t{7});
+    j.field(long_key + "s", "v");
     j.end_object();
 
     nlohmann::ordered_json o;
@@ -109,6 +113,8 @@ TEST(JsonWriter, ObjectsArraysNumbersAndNull) {
     o["s"] = "x";
     o["a"] = {{{"k", 0}}, {{"k", 1}}, "tail"};
     o["e"] = nlohmann::ordered_json::array();
+    o[long_key] = 7;
+    o[long_key + "s"] = "v";
     EXPECT_EQ(out, nlohmann_dump(o));
 }
 

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -47,10 +48,16 @@ class JsonWriter {
     }
     // The key of the next value, begin_object() or begin_array().
     void key(std::string_view k) {
-        separate();
-        out_ += '"';
-        out_ += k;
-        out_ += "\":";
+        char buf[kShortKey + 4];
+        if (k.size() > kShortKey) {
+            separate();
+            out_ += '"';
+            out_ += k;
+            out_.append("\":", 2);
+        } else {
+            // One append: this runs for every field of every event.
+            out_.append(buf, put_key(buf, k));
+        }
         comma_ = false;
     }
 
@@ -94,6 +101,20 @@ class JsonWriter {
         key(k);
         value(v);
     }
+    // The same for an integer, in one append.
+    template <std::integral T>
+    requires(!std::same_as<T, bool>) void field(std::string_view k, const T &v) {
+        char buf[kShortKey + 4 + 24];
+        if (k.size() > kShortKey) {
+            key(k);
+            value(v);
+            return;
+        }
+        size_t n = put_key(buf, k);
+        n = static_cast<size_t>(std::to_chars(buf + n, buf + sizeof(buf), v).ptr - buf);
+        out_.append(buf, n);
+        comma_ = true;
+    }
     void null_field(std::string_view k) {
         key(k);
         null();
@@ -110,6 +131,21 @@ class JsonWriter {
     }
 
   private:
+    // Keys up to this long are put together on the stack.
+    static constexpr size_t kShortKey = 60;
+
+    // `,"k":` (the comma when a value came before) into buf; its length.
+    size_t put_key(char *buf, std::string_view k) const {
+        size_t n = 0;
+        buf[n] = ',';
+        n += comma_ ? 1 : 0;
+        buf[n++] = '"';
+        std::memcpy(buf + n, k.data(), k.size());
+        n += k.size();
+        buf[n++] = '"';
+        buf[n++] = ':';
+        return n;
+    }
     void separate() {
         if (comma_) {
             out_ += ',';

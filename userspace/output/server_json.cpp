@@ -102,10 +102,12 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
     const bool text = has_text(st);
     const bool failed = st.failed();
     {
+        // Its event name and digest: known once per command and text.
+        TextClass &tc = text_class(st);
         JsonWriter j(out);
         j.begin_object();
         event_head(j, "statement", pid_, st.tid, st.thread_id, event_id,
-                   event_id + rows.size() + waits.size() + 1, event_name(st));
+                   event_id + rows.size() + waits.size() + 1, tc.event_name);
         j.field("TIMER_START", st.start_ns * 1000);  // picoseconds, as performance_schema
         j.field("TIMER_END", st.end_ns * 1000);
         j.field("TIMER_WAIT", (st.end_ns - st.start_ns) * 1000);
@@ -116,7 +118,7 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
             j.field("sql_bytes", st.text_len);
         }
         j.key("DIGEST_TEXT");
-        text ? j.value(server::digest_text(st.text)) : j.null();
+        text ? j.value(digest_of(tc, st)) : j.null();
         j.string_or_null("CURRENT_SCHEMA", st.db);
         j.field("MYSQL_ERRNO", failed ? st.error : 0);
         j.key("RETURNED_SQLSTATE");

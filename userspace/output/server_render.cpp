@@ -102,6 +102,14 @@ ServerRenderer::TextClass &ServerRenderer::text_class(const server::Statement &s
     return text_classes_.emplace(key_, std::move(c)).first->second;
 }
 
+const std::string &ServerRenderer::digest_of(TextClass &c, const server::Statement &st) {
+    if (!c.digest_known) {
+        c.digest = server::digest_text(st.text);
+        c.digest_known = true;
+    }
+    return c.digest;
+}
+
 const std::string &ServerRenderer::event_name(const server::Statement &st) {
     return text_class(st).event_name;
 }
@@ -204,8 +212,7 @@ const std::string &ServerRenderer::statement(const server::Statement &st,
     if (!st.samples.empty() || st.sample_period_us != 0) {
         auto &tc = text_class(st);
         if (tc.totals == nullptr) {
-            tc.totals = &classes_[tc.event_name + "\x1f" +
-                                  (has_text(st) ? server::digest_text(st.text) : "")];
+            tc.totals = &classes_[tc.event_name + "\x1f" + (has_text(st) ? digest_of(tc, st) : "")];
             tc.totals->event_name = tc.event_name;
         }
         auto &c = *tc.totals;

@@ -93,8 +93,12 @@ class ServerRenderer {
     struct TextClass {
         std::string event_name;
         ClassTotals *totals = nullptr;  // of sampled statements: their digest's
+        std::string digest;             // digest_text() of the text, once asked for
+        bool digest_known = false;
     };
     TextClass &text_class(const server::Statement &st);
+    // The class's DIGEST_TEXT, computed the first time (a lexer pass).
+    static const std::string &digest_of(TextClass &c, const server::Statement &st);
     void text_rows(std::string &out, const server::Statement &st, const std::vector<StageRow> &rows,
                    const std::vector<NamedWait> &waits);
     // The statement's events as JSON lines, written straight into `out`

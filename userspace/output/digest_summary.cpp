@@ -128,24 +128,16 @@ WindowReport report_windows(const std::vector<server::DutyWindow> &windows, uint
 }
 
 void DigestSummary::add(const server::Statement &st, size_t window) {
-    key_.assign(reinterpret_cast<const char *>(&st.command), sizeof(st.command));
-    key_ += st.text;
-    DigestTotals *d = nullptr;
-    if (auto it = text_classes_.find(key_); it != text_classes_.end()) {
-        d = it->second;
-    } else {
-        if (text_classes_.size() >= 4096) {
-            text_classes_.clear();  // texts with literals in them: seldom seen twice
+    auto &tc = text_classes_.of(st);
+    if (tc.extra == nullptr) {
+        const std::string &digest = tc.digest(st);
+        tc.extra = &classes_[tc.event_name + "\x1f" + digest];
+        if (tc.extra->event_name.empty()) {
+            tc.extra->event_name = tc.event_name;
+            tc.extra->digest = digest;
         }
-        const std::string name = server::statement_event_name(st);
-        const std::string digest = server::digest_text(st.text);
-        d = &classes_[name + "\x1f" + digest];
-        if (d->event_name.empty()) {
-            d->event_name = name;
-            d->digest = digest;
-        }
-        text_classes_.emplace(key_, d);
     }
+    DigestTotals *d = tc.extra;
     d->count.add(window);
     d->seen++;
     if (st.failed()) {

@@ -16,6 +16,7 @@
 #include "output/duty_estimate.h"
 #include "server/duty_cycle.h"
 #include "server/statement.h"
+#include "server/text_classes.h"
 
 namespace mysqltrace::output {
 
@@ -89,9 +90,8 @@ class DigestSummary {
     std::vector<const DigestTotals *> by_count(const WindowReport &r) const;
     std::vector<std::pair<std::string, double>> stage_shares(const DigestTotals &d) const;
     std::function<std::string(uint64_t)> name_at_;
-    std::map<std::string, DigestTotals> classes_;                   // by event name and digest
-    std::unordered_map<std::string, DigestTotals *> text_classes_;  // by command and text
-    std::string key_;
+    std::map<std::string, DigestTotals> classes_;  // by event name and digest
+    server::TextClasses<DigestTotals *> text_classes_;
     mutable std::unordered_map<uint64_t, std::string> names_;
 };
 

@@ -103,7 +103,7 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
     const bool failed = st.failed();
     {
         // Its event name and digest: known once per command and text.
-        TextClass &tc = text_class(st);
+        TextClass &tc = text_classes_.of(st);
         JsonWriter j(out);
         j.begin_object();
         event_head(j, "statement", pid_, st.tid, st.thread_id, event_id,
@@ -118,7 +118,7 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
             j.field("sql_bytes", st.text_len);
         }
         j.key("DIGEST_TEXT");
-        text ? j.value(digest_of(tc, st)) : j.null();
+        text ? j.value(tc.digest(st)) : j.null();
         j.string_or_null("CURRENT_SCHEMA", st.db);
         j.field("MYSQL_ERRNO", failed ? st.error : 0);
         j.key("RETURNED_SQLSTATE");

@@ -87,31 +87,8 @@ const std::string &ServerRenderer::name_of(uint64_t addr) {
     return it->second;
 }
 
-ServerRenderer::TextClass &ServerRenderer::text_class(const server::Statement &st) {
-    key_.assign(reinterpret_cast<const char *>(&st.command), sizeof(st.command));
-    key_ += st.text;
-    auto it = text_classes_.find(key_);
-    if (it != text_classes_.end()) {
-        return it->second;
-    }
-    if (text_classes_.size() >= 4096) {
-        text_classes_.clear();  // texts with literals in them: seldom seen twice
-    }
-    TextClass c;
-    c.event_name = server::statement_event_name(st);
-    return text_classes_.emplace(key_, std::move(c)).first->second;
-}
-
-const std::string &ServerRenderer::digest_of(TextClass &c, const server::Statement &st) {
-    if (!c.digest_known) {
-        c.digest = server::digest_text(st.text);
-        c.digest_known = true;
-    }
-    return c.digest;
-}
-
 const std::string &ServerRenderer::event_name(const server::Statement &st) {
-    return text_class(st).event_name;
+    return text_classes_.of(st).event_name;
 }
 
 const std::vector<ServerRenderer::StageRow> &ServerRenderer::stage_rows(
@@ -210,12 +187,12 @@ const std::string &ServerRenderer::statement(const server::Statement &st,
     }
 
     if (!st.samples.empty() || st.sample_period_us != 0) {
-        auto &tc = text_class(st);
-        if (tc.totals == nullptr) {
-            tc.totals = &classes_[tc.event_name + "\x1f" + (has_text(st) ? digest_of(tc, st) : "")];
-            tc.totals->event_name = tc.event_name;
+        auto &tc = text_classes_.of(st);
+        if (tc.extra == nullptr) {
+            tc.extra = &classes_[tc.event_name + "\x1f" + (has_text(st) ? tc.digest(st) : "")];
+            tc.extra->event_name = tc.event_name;
         }
-        auto &c = *tc.totals;
+        auto &c = *tc.extra;
         c.count++;
         c.wait_ns += st.end_ns - st.start_ns;
         c.cpu_ns += st.begin.until(st.end).cpu_ns;

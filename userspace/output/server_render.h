@@ -15,6 +15,7 @@
 #include "output/clock.h"
 #include "server/stage_sites.h"
 #include "server/statement.h"
+#include "server/text_classes.h"
 #include "server/waits.h"
 
 #include <nlohmann/json.hpp>
@@ -89,16 +90,9 @@ class ServerRenderer {
         uint64_t samples_lost = 0;
         std::map<std::string, StageTotals> stages;
     };
-    // What a statement's command and text decide.
-    struct TextClass {
-        std::string event_name;
-        ClassTotals *totals = nullptr;  // of sampled statements: their digest's
-        std::string digest;             // digest_text() of the text, once asked for
-        bool digest_known = false;
-    };
-    TextClass &text_class(const server::Statement &st);
-    // The class's DIGEST_TEXT, computed the first time (a lexer pass).
-    static const std::string &digest_of(TextClass &c, const server::Statement &st);
+    // Per command and text: the event name, the digest, and (sampled
+    // statements) the totals of their digest.
+    using TextClass = server::TextClasses<ClassTotals *>::Class;
     void text_rows(std::string &out, const server::Statement &st, const std::vector<StageRow> &rows,
                    const std::vector<NamedWait> &waits);
     // The statement's events as JSON lines, written straight into `out`
@@ -145,8 +139,8 @@ class ServerRenderer {
     };
     std::map<std::pair<uint32_t, std::string>, ErrorTotals> errors_;  // by errno, SQLSTATE
     std::vector<nlohmann::ordered_json> last_;
-    std::unordered_map<uint64_t, std::string> names_;          // by server address
-    std::unordered_map<std::string, TextClass> text_classes_;  // by command and text
+    std::unordered_map<uint64_t, std::string> names_;  // by server address
+    server::TextClasses<ClassTotals *> text_classes_;
     std::string key_;
     std::map<uint32_t, std::string> unknown_sites_;
     std::vector<StageRow> rows_;  // of the current statement

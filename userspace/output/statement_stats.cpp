@@ -7,6 +7,10 @@
 
 namespace mysqltrace::output {
 
+namespace {
+const std::string kNoDigest;
+}  // namespace
+
 StatementStats::StatementStats(size_t max_classes, std::function<std::string(uint64_t)> stage_name)
     : max_classes_(max_classes), stage_name_(std::move(stage_name)) {
     other_.event_name = "other";
@@ -16,8 +20,9 @@ void StatementStats::add(const server::Statement &st, std::string_view user) {
     statements_++;
     errors_ += st.failed() ? 1 : 0;
     const bool text = ServerRenderer::has_text(st);
-    std::string event = server::statement_event_name(st);
-    std::string digest = text ? server::digest_text(st.text) : std::string();
+    auto &tc = text_classes_.of(st);
+    const std::string &event = tc.event_name;
+    const std::string &digest = text ? tc.digest(st) : kNoDigest;
     key_.clear();
     key_.append(st.db).push_back('\x1f');
     key_.append(user).push_back('\x1f');
@@ -29,8 +34,8 @@ void StatementStats::add(const server::Statement &st, std::string_view user) {
         c = it->second;
     } else if (classes_.size() < max_classes_) {
         auto owned = std::make_unique<StatementClass>();
-        owned->event_name = std::move(event);
-        owned->digest = std::move(digest);
+        owned->event_name = event;
+        owned->digest = digest;
         owned->schema = st.db;
         owned->user = user;
         c = owned.get();

@@ -24,6 +24,7 @@
 
 #include "output/digest_summary.h"
 #include "server/statement.h"
+#include "server/text_classes.h"
 
 namespace mysqltrace::output {
 
@@ -90,6 +91,9 @@ class StatementStats {
     StatementClass other_;
     uint64_t statements_ = 0, errors_ = 0;
     std::string key_;
+    // Event name and digest per command and text (nothing else kept there).
+    struct NoExtra {};
+    server::TextClasses<NoExtra> text_classes_;
 };
 
 }  // namespace mysqltrace::output

@@ -140,6 +140,8 @@ namespace {
 constexpr std::string_view kSyscallPrefix = "tracepoint/syscalls/";
 }  // namespace
 
+namespace {
+
 bool is_syscall_tracepoint_program(const bpf_program *prog) {
     return std::string_view(bpf_program__section_name(prog)).starts_with(kSyscallPrefix);
 }
@@ -147,6 +149,8 @@ bool is_syscall_tracepoint_program(const bpf_program *prog) {
 bool is_raw_syscall_program(const bpf_program *prog) {
     return std::string_view(bpf_program__section_name(prog)).starts_with("tp_btf/sys_");
 }
+
+}  // namespace
 
 Result<std::vector<std::pair<bpf_program *, int>>> syscall_tracepoint_ids(
     bpf_object *obj, std::vector<std::string> *notes) {
@@ -177,6 +181,32 @@ Result<std::vector<std::pair<bpf_program *, int>>> syscall_tracepoint_ids(
     release_tracefs(*fs);
     if (!failed) {
         return failed.error();
+    }
+    return out;
+}
+
+SyscallPrograms choose_syscall_programs(bpf_object *obj, bool wanted, const std::string &who,
+                                        std::vector<std::string> *notes) {
+    SyscallPrograms out;
+    if (wanted) {
+        auto ids = syscall_tracepoint_ids(obj, notes);
+        if (ids) {
+            out.per_syscall = std::move(ids).value();
+        } else {
+            out.raw = true;
+            notes->push_back(who + ids.error().message +
+                             "; using the raw syscall tracepoints instead, which run for every "
+                             "syscall on the machine");
+        }
+    }
+    bpf_program *prog;
+    bpf_object__for_each_program(prog, obj) {
+        if (is_syscall_tracepoint_program(prog)) {
+            bpf_program__set_autoload(prog, !out.per_syscall.empty());
+            bpf_program__set_autoattach(prog, false);
+        } else if (is_raw_syscall_program(prog)) {
+            bpf_program__set_autoload(prog, out.raw);
+        }
     }
     return out;
 }

@@ -48,9 +48,19 @@ Result<bpf_link *> attach_tracepoint_id(bpf_program *prog, int id);
 Result<std::vector<std::pair<bpf_program *, int>>> syscall_tracepoint_ids(
     bpf_object *obj, std::vector<std::string> *notes);
 
-// Whether `prog` is a per-syscall tracepoint program ("tracepoint/syscalls/")
-// or a raw syscall one ("tp_btf/sys_enter", "tp_btf/sys_exit").
-bool is_syscall_tracepoint_program(const bpf_program *prog);
-bool is_raw_syscall_program(const bpf_program *prog);
+// How an object's programs take syscalls, set before it is loaded.
+struct SyscallPrograms {
+    // The per-syscall tracepoint programs and their ids, to attach with
+    // attach_tracepoint_id() once loaded.
+    std::vector<std::pair<bpf_program *, int>> per_syscall;
+    // Else its raw syscall programs ("tp_btf/sys_enter", "tp_btf/sys_exit").
+    bool raw = false;
+};
+
+// Makes the per-syscall tracepoint programs of `obj` load, or, when
+// tracefs is out of reach, its raw syscall programs (a line in *notes says
+// so, after `who`), or none of them when not `wanted`.
+SyscallPrograms choose_syscall_programs(bpf_object *obj, bool wanted, const std::string &who,
+                                        std::vector<std::string> *notes);
 
 }  // namespace mysqltrace::bpf

@@ -57,28 +57,7 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
     // The syscall probes: the per-syscall tracepoints (section
     // "tracepoint/syscalls/..."), attached here by id, or the two raw
     // tracepoints. The shim reports the I/O itself: then neither.
-    std::vector<std::pair<bpf_program *, int>> per_syscall;
-    bool raw = false;
-    if (!shim) {
-        auto ids = bpf::syscall_tracepoint_ids(c->skel_->obj, &c->notes_);
-        if (ids) {
-            per_syscall = std::move(ids).value();
-        } else {
-            raw = true;
-            c->notes_.push_back(ids.error().message +
-                                "; using the raw syscall tracepoints instead, which run for every "
-                                "syscall on the machine");
-        }
-    }
-    bpf_program *prog;
-    bpf_object__for_each_program(prog, c->skel_->obj) {
-        if (bpf::is_syscall_tracepoint_program(prog)) {
-            bpf_program__set_autoload(prog, !per_syscall.empty());
-            bpf_program__set_autoattach(prog, false);
-        } else if (bpf::is_raw_syscall_program(prog)) {
-            bpf_program__set_autoload(prog, raw);
-        }
-    }
+    const auto syscalls = bpf::choose_syscall_programs(c->skel_->obj, !shim, "", &c->notes_);
     if (int err = ::client::load(c->skel_); err != 0) {
         return make_error(err, "cannot load the client BPF programs");
     }
@@ -96,7 +75,7 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
             return make_error(errno, "cannot add pid " + std::to_string(pid) + " to the filter");
         }
     }
-    for (const auto &[p, id] : per_syscall) {
+    for (const auto &[p, id] : syscalls.per_syscall) {
         auto l = bpf::attach_tracepoint_id(p, id);
         if (!l) {
             return l.error();

@@ -285,36 +285,16 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
                               t->skel_->progs.server_table_io_ret}) {
         bpf::prepare_uprobe_multi(prog);
     }
+    // --waits: the per-syscall tracepoints (syscalls:sys_enter_futex, ...),
+    // attached by id; the raw ones, which run for every syscall on the
+    // machine, only when tracefs is out of reach.
+    const auto syscalls =
+        bpf::choose_syscall_programs(t->skel_->obj, opts.waits, "--waits: ", &t->notes_);
     // Only the programs this trace attaches are loaded: verifying the others
     // (the entry-and-end path's, exact stages', waits', table I/O's,
     // --threads', --transactions', --locks') was
     // most of the ~1.2 s of CPU an attach spent in bpf() on the project's
     // VM, and the agent attaches each server as it starts.
-    // --waits: the per-syscall tracepoints (syscalls:sys_enter_futex, ...),
-    // attached by id; the raw ones, which run for every syscall on the
-    // machine, only when tracefs is out of reach.
-    std::vector<std::pair<bpf_program *, int>> per_syscall;
-    bool raw_waits = false;
-    if (opts.waits) {
-        auto ids = bpf::syscall_tracepoint_ids(t->skel_->obj, &t->notes_);
-        if (ids) {
-            per_syscall = std::move(ids).value();
-        } else {
-            raw_waits = true;
-            t->notes_.push_back("--waits: " + ids.error().message +
-                                "; using the raw syscall tracepoints instead, which run for "
-                                "every syscall on the machine");
-        }
-    }
-    {
-        bpf_program *prog;
-        bpf_object__for_each_program(prog, t->skel_->obj) {
-            if (bpf::is_syscall_tracepoint_program(prog)) {
-                bpf_program__set_autoload(prog, !per_syscall.empty());
-                bpf_program__set_autoattach(prog, false);
-            }
-        }
-    }
     {
         const auto &p = t->skel_->progs;
         const bool entries = !t->one_probe_;
@@ -329,8 +309,8 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
                  std::pair{p.server_dispatch_command_m8, entries && is_mysql8},
                  std::pair{p.server_sql_command_m8, entries && is_mysql8},
                  std::pair{p.server_command_end, entries},
-                 std::pair{p.server_sys_enter, raw_waits},
-                 std::pair{p.server_sys_exit, raw_waits},
+                 std::pair{p.server_sys_enter, syscalls.raw},
+                 std::pair{p.server_sys_exit, syscalls.raw},
                  std::pair{p.server_table_io, opts.table_io},
                  std::pair{p.server_table_io_ret, opts.table_io},
                  std::pair{p.server_switch, opts.stages != StageMode::off},
@@ -474,14 +454,14 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         }
         t->threads_note_ = std::move(note).value();
     }
-    for (const auto &[prog, id] : per_syscall) {
+    for (const auto &[prog, id] : syscalls.per_syscall) {
         auto l = bpf::attach_tracepoint_id(prog, id);
         if (!l) {
             return l.error();
         }
         t->links_.emplace_back(*l);
     }
-    if (raw_waits) {
+    if (syscalls.raw) {
         for (bpf_program *prog : {progs->server_sys_enter, progs->server_sys_exit}) {
             bpf_link *l = bpf_program__attach(prog);
             if (l == nullptr) {

@@ -32,6 +32,7 @@
 #include "priv/cli_util.h"
 #include "priv/priv.h"
 #include "priv/server_session.h"
+#include "priv/tmpdir_test.h"
 
 namespace mysqltrace::test {
 namespace {
@@ -155,31 +156,15 @@ size_t others(const std::string &path, unsigned long thread_id) {
     return n;
 }
 
-class AgentTest : public ::testing::Test {
+class AgentTest : public TmpdirTest {
   protected:
+    AgentTest() : TmpdirTest("mtagent") {}
     void SetUp() override {
-        MYSQLTRACE_REQUIRE_ROOT();
-        char templ[] = "/tmp/mtagent-XXXXXX";
-        ASSERT_NE(::mkdtemp(templ), nullptr);
-        base_ = templ;
+        TmpdirTest::SetUp();
         out_ = base_ + "/out";
-        // The harness's servers go under base_, and the agent traces only
-        // those: other servers of this machine (parallel tests) are left alone.
-        const char *old = std::getenv("TMPDIR");
-        old_tmpdir_ = old ? old : "";
-        ::setenv("TMPDIR", base_.c_str(), 1);
-    }
-    void TearDown() override {
-        if (old_tmpdir_.empty()) {
-            ::unsetenv("TMPDIR");
-        } else {
-            ::setenv("TMPDIR", old_tmpdir_.c_str(), 1);
-        }
-        std::error_code ec;
-        fs::remove_all(base_, ec);
     }
 
-    std::string base_, out_, old_tmpdir_;
+    std::string out_;
 };
 
 // Waits for the agent's "attached pid=N" line and returns its fields.

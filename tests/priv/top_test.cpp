@@ -29,6 +29,7 @@
 #include "priv/cli_util.h"
 #include "priv/priv.h"
 #include "priv/server_session.h"
+#include "priv/tmpdir_test.h"
 
 namespace mysqltrace::test {
 namespace {
@@ -164,28 +165,9 @@ void make_databases(MariadbServer &server) {
     ASSERT_TRUE(made) << made.error().message;
 }
 
-class TopTest : public ::testing::Test {
+class TopTest : public TmpdirTest {
   protected:
-    void SetUp() override {
-        MYSQLTRACE_REQUIRE_ROOT();
-        char templ[] = "/tmp/mttop-XXXXXX";
-        ASSERT_NE(::mkdtemp(templ), nullptr);
-        base_ = templ;
-        // The harness's servers go under base_ (the agent traces only those).
-        const char *old = std::getenv("TMPDIR");
-        old_tmpdir_ = old ? old : "";
-        ::setenv("TMPDIR", base_.c_str(), 1);
-    }
-    void TearDown() override {
-        if (old_tmpdir_.empty()) {
-            ::unsetenv("TMPDIR");
-        } else {
-            ::setenv("TMPDIR", old_tmpdir_.c_str(), 1);
-        }
-        std::error_code ec;
-        fs::remove_all(base_, ec);
-    }
-    std::string base_, old_tmpdir_;
+    TopTest() : TmpdirTest("mttop") {}
 };
 
 const std::vector<std::string> kNames = {"heavy", "slow", "cheap"};

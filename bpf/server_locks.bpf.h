@@ -234,6 +234,42 @@ static __always_inline void lock_mdl_end(struct pt_regs *ctx, struct lock_state 
     ls->flags = 0;
 }
 
+// A wait begins: its open record (MT_LOCK_OPEN), for what waits now
+// (`mysqltrace top`). MDL: the deadlock search ran before the wait, so the
+// object and the blockers are known.
+static __always_inline void lock_open(struct lock_state *ls, __u32 kind, __u64 thread_id) {
+    struct mt_server_lock_wait_event *ev;
+    void *ring, *lock;
+
+    ev = lock_reserve(&ring);
+    if (!ev)
+        return;
+    ev->kind = kind;
+    ev->thread_id = thread_id;
+    ev->flags = MT_LOCK_OPEN;
+    if (kind == MT_LOCK_METADATA && ls) {
+        ev->start_ns = ls->mdl_start;
+        ev->stage = ls->mdl_stage;
+        ev->lock_duration = ls->mdl_duration;
+        ev->flags |= ls->flags;
+        ev->n_blockers = ls->n_blockers;
+        ev->blockers_lost = ls->blockers_lost;
+        for (int i = 0; i < MT_MAX_LOCK_BLOCKERS; i++)
+            ev->blockers[i] = ls->blockers[i];
+        if (ls->ticket) {
+            if (off_ticket_type >= 0)
+                ev->lock_type = (__s32)read_u32((void *)ls->ticket, off_ticket_type);
+            lock = (void *)read_u64((void *)ls->ticket, off_ticket_lock);
+            if (lock && off_lock_key >= 0 &&
+                bpf_probe_read_user(ev->key, sizeof(ev->key), lock + off_lock_key) == 0)
+                ev->key_len = sizeof(ev->key);
+        }
+    } else {
+        ev->start_ns = bpf_ktime_get_ns();
+    }
+    mt_submit(ring, ev, sizeof(*ev));
+}
+
 SEC("uprobe")
 int server_lock(struct pt_regs *ctx) {
     __u64 cookie = bpf_get_attach_cookie(ctx);
@@ -299,6 +335,7 @@ int server_lock(struct pt_regs *ctx) {
         // PSI_stage_info_v1 {m_key, m_name, ...}: the name.
         ls->mdl_stage = read_u64((void *)PT_REGS_PARM5(ctx), 8);
         ls->searching = 0;
+        lock_open(ls, MT_LOCK_METADATA, owner_thread_id(ls->mdl_owner));
         return 0;
     case LOCK_MDL_WAIT_RET:
         if (ls)
@@ -317,6 +354,7 @@ int server_lock(struct pt_regs *ctx) {
             return 0;
         ls->row_start = bpf_ktime_get_ns();
         ls->row_thd = PT_REGS_PARM1(ctx);
+        lock_open(0, MT_LOCK_ROW, thread_id_of((void *)ls->row_thd));
         return 0;
     case LOCK_ROW_END:
         if (!ls || !ls->row_start)
@@ -338,6 +376,7 @@ int server_lock(struct pt_regs *ctx) {
             __sync_fetch_and_add(&row_waiting, 1);
         else
             bpf_map_update_elem(&row_waits, &tid, &rw, BPF_ANY);
+        lock_open(0, MT_LOCK_ROW, thread_id_of((void *)PT_REGS_PARM1(ctx)));
         return 0;
     }
     case LOCK_ROW_WAITED: {

@@ -119,6 +119,7 @@ bool decode_lock_wait(std::span<const uint8_t> rec, LockWait *out) {
     out->searched = (ev.flags & MT_LOCK_SEARCHED) != 0;
     out->granter_tid = ev.granter_tid;
     out->waker_seen = (ev.flags & MT_LOCK_WAKER_SEEN) != 0;
+    out->open = (ev.flags & MT_LOCK_OPEN) != 0;
     out->key.assign(ev.key, ev.key + ev.key_len);
     return true;
 }
@@ -186,7 +187,13 @@ void LockTracker::on_record(std::span<const uint8_t> rec) {
     LockWait w;
     LockEdge e;
     if (decode_lock_wait(rec, &w)) {
-        pending_.push_back(std::move(w));
+        // A thread waits for one lock at a time: its end closes its open wait.
+        std::erase_if(open_, [&](const LockWait &o) { return o.tid == w.tid && o.kind == w.kind; });
+        if (w.open) {
+            open_.push_back(std::move(w));
+        } else {
+            pending_.push_back(std::move(w));
+        }
     } else if (decode_lock_edge(rec, &e)) {
         edges_[e.thread_id].push_back(e);
     } else {
@@ -263,7 +270,7 @@ LockWaitReport LockTracker::report(const LockWait &w, const Statement *waiter, u
             }
             v.erase(v.begin(), cut);
         }
-        r.blockers_known = row_blockers_;
+        r.blockers_known = row_blockers_ || !ids.empty();
         // InnoDB's lock object is not read: the table is the statement's,
         // when it names only one.
         sql::TableName table;
@@ -346,6 +353,9 @@ std::vector<Blocker> LockTracker::possible_blockers(const LockWait &w,
 }
 
 void LockTracker::on_statement(const Statement &st) {
+    // Its waits ended (a record lost on the way leaves none open).
+    std::erase_if(open_,
+                  [&](const LockWait &o) { return o.tid == st.tid && o.start_ns <= st.end_ns; });
     // Its waits, oldest first; the last one of a statement that failed with
     // a timeout or a deadlock ended that way.
     std::vector<LockWait> mine;
@@ -403,6 +413,153 @@ std::vector<LockWaitReport> LockTracker::take_waits(bool all) {
 
 std::vector<LockIncident> LockTracker::take_incidents() {
     return std::exchange(incidents_, {});
+}
+
+std::vector<uint64_t> LockTracker::fast_path_holders(const LockWait &w, const std::string &schema,
+                                                     const std::string &name) const {
+    // What the request conflicts with among the locks a statement keeps to
+    // its transaction's end: any (SHARED_READ, SHARED_WRITE) for EXCLUSIVE
+    // and SHARED_NO_READ_WRITE; SHARED_WRITE (a write, a locking read) for
+    // SHARED_NO_WRITE and SHARED_READ_ONLY; nothing else is a fast-path lock.
+    const std::string type = mdl_lock_type(w.lock_type, mysql8_);
+    const bool all = type == "EXCLUSIVE" || type == "SHARED_NO_READ_WRITE";
+    const bool writes = type == "SHARED_NO_WRITE" || type == "SHARED_READ_ONLY";
+    std::vector<uint64_t> out;
+    if (!all && !writes) {
+        return out;
+    }
+    const sql::TableName table{schema, name};
+    for (const auto &[id, history] : conns_) {
+        if (id == w.thread_id || history.empty()) {
+            continue;
+        }
+        const uint64_t trx = history.back().trx_start_ns;
+        if (trx == 0 || trx > w.start_ns) {
+            continue;
+        }
+        for (const auto &st : history) {
+            if (st.start_ns < trx || st.start_ns > w.start_ns || st.trx_start_ns != trx ||
+                (writes && !takes_row_locks(st.sql))) {
+                continue;
+            }
+            bool names = false;
+            for (auto t : sql::statement_tables(st.sql)) {
+                if (t.schema.empty()) {
+                    t.schema = st.db;
+                }
+                names = names || t == table;
+            }
+            if (names) {
+                out.push_back(id);
+                break;
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<Blocker> LockTracker::row_lockers(const LockWait &w) const {
+    std::vector<Blocker> out;
+    for (const auto &[id, history] : conns_) {
+        if (id == w.thread_id || history.empty()) {
+            continue;
+        }
+        const uint64_t trx = history.back().trx_start_ns;
+        if (trx == 0 || trx > w.start_ns) {
+            continue;
+        }
+        for (auto st = history.rbegin(); st != history.rend(); ++st) {
+            if (st->trx_start_ns == trx && st->start_ns >= trx && st->start_ns <= w.start_ns &&
+                takes_row_locks(st->sql)) {
+                out.push_back({id, st->sql, trx});
+                break;
+            }
+        }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const Blocker &a, const Blocker &b) { return a.thread_id < b.thread_id; });
+    return out;
+}
+
+std::vector<LiveLockWait> LockTracker::live() const {
+    std::vector<const LockWait *> waits;
+    for (const auto &w : open_) {
+        waits.push_back(&w);
+    }
+    std::sort(waits.begin(), waits.end(), [](const LockWait *a, const LockWait *b) {
+        return std::tie(a->start_ns, a->thread_id) < std::tie(b->start_ns, b->thread_id);
+    });
+    std::vector<LiveLockWait> out;
+    for (const LockWait *w : waits) {
+        LiveLockWait base;
+        base.waiter = w->thread_id;
+        base.kind = w->kind;
+        base.start_ns = w->start_ns;
+        std::vector<uint64_t> ids = w->blockers;
+        std::vector<Blocker> possible;
+        if (w->kind == LockKind::metadata) {
+            int ns = -1;
+            std::string schema, name;
+            if (parse_mdl_key(w->key, &ns, &schema, &name)) {
+                base.object = mdl_object_type(ns, mysql8_) + " " + schema + "." + name;
+                if (mysql8_ && base.object.starts_with("TABLE ")) {
+                    for (uint64_t id : fast_path_holders(*w, schema, name)) {
+                        if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
+                            ids.push_back(id);
+                        }
+                    }
+                }
+            }
+            base.lock_type = mdl_lock_type(w->lock_type, mysql8_);
+            if (w->stage != 0 && stage_name_) {
+                base.stage = stage_name_(w->stage);
+            }
+        } else if (auto it = edges_.find(w->thread_id);
+                   row_blockers_ || (it != edges_.end() && !it->second.empty())) {
+            // MariaDB reports them only with the binary log open.
+            if (it != edges_.end()) {
+                // Those not yet taken by an ended wait's report: this
+                // wait's, reported when it was queued or since.
+                for (const auto &e : it->second) {
+                    if (std::find(ids.begin(), ids.end(), e.blocker) == ids.end()) {
+                        ids.push_back(e.blocker);
+                    }
+                }
+            }
+        } else {
+            possible = row_lockers(*w);
+        }
+        std::sort(ids.begin(), ids.end());
+        const size_t first = out.size();
+        for (uint64_t id : ids) {
+            if (id != 0 && id != w->thread_id) {
+                out.push_back(base);
+                out.back().blocker = blocker(id, UINT64_MAX);
+            }
+        }
+        for (const auto &b : possible) {
+            out.push_back(base);
+            out.back().blocker = b;
+            out.back().possible = true;
+        }
+        if (out.size() == first) {
+            out.push_back(base);
+        }
+    }
+    return out;
+}
+
+void LockTracker::prune(uint64_t before_ns) {
+    std::erase_if(conns_, [&](const auto &c) {
+        return c.second.empty() ||
+               (c.second.back().trx_start_ns == 0 && c.second.back().start_ns < before_ns);
+    });
+    std::erase_if(conn_of_tid_, [&](const auto &t) { return !conns_.contains(t.second); });
+    for (auto &[id, v] : edges_) {
+        std::erase_if(v, [&](const LockEdge &e) { return e.ts_ns < before_ns; });
+    }
+    std::erase_if(edges_, [](const auto &e) { return e.second.empty(); });
+    tree_.clear();
 }
 
 std::vector<BlockingEdge> LockTracker::tree() const {

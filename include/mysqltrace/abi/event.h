@@ -26,7 +26,7 @@ enum mt_event_type {
     MT_EV_CALL = 7,             // `calls`: a function entry/return, annotation or thread exit
     MT_EV_SERVER_ACCOUNT = 8,   // a server connection's account (struct mt_server_account_event)
     MT_EV_SERVER_TABLE_IO = 9,  // a handler row operation returned (mt_server_table_io_event)
-    MT_EV_SERVER_LOCK_WAIT = 10,  // a lock wait ended (struct mt_server_lock_wait_event)
+    MT_EV_SERVER_LOCK_WAIT = 10,  // a lock wait began or ended (mt_server_lock_wait_event)
     MT_EV_SERVER_LOCK_EDGE = 11,  // InnoDB: a wait-for edge (struct mt_server_lock_edge_event)
     MT_EV_SERVER_THREAD = 12,     // a connection logged in or ended (mt_server_thread_event)
     MT_EV_SERVER_TXN = 13,        // a transaction began or ended (mt_server_txn_event)
@@ -334,6 +334,10 @@ enum mt_lock_flags {
     // InnoDB: the wait's begin was seen, and who woke the waiter watched:
     // granter_tid is the first thread of the server that woke it (0: none).
     MT_LOCK_WAKER_SEEN = 2,
+    // The wait began and is still open (status 0, ts_ns = start_ns): what
+    // is known of it then (MDL: the object, type and blockers the search
+    // found; InnoDB: the waiter). Its end comes as a record of its own.
+    MT_LOCK_OPEN = 4,
 };
 
 #define MT_MAX_LOCK_BLOCKERS 8

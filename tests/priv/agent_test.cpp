@@ -438,14 +438,16 @@ TEST_F(AgentTest, ConfigFileSectionsAndSighupReload) {
     workload(**a, "before_a");
     workload(**b, "before_b");
 
-    // B's section goes, A gets one: A gains the slow log, B is traced.
+    // B's section goes, A gets one: A gains the slow log and its lock
+    // waits' probes, B is traced.
     write_config(conf, agent_section + "\n[server port=" + std::to_string((*a)->port()) +
-                           "]\nformats = json, slowlog\n");
+                           "]\nformats = json, slowlog\nlocks = yes\n");
     ::kill(agent.pid(), SIGHUP);
     EXPECT_TRUE(agent.wait_for_stderr("SIGHUP: read " + conf + " again\n"))
         << agent.stderr_so_far();
     EXPECT_TRUE(agent.wait_for_stderr(pa +
-                                      ": settings changed (formats json -> json,slowlog) by "
+                                      ": settings changed (formats json -> json,slowlog; locks "
+                                      "no -> yes) by "
                                       "[server port=" +
                                       std::to_string((*a)->port()) +
                                       "] (line 8): attaching again\n"))
@@ -467,6 +469,9 @@ TEST_F(AgentTest, ConfigFileSectionsAndSighupReload) {
     auto again_a = agent_line(agent.stderr_so_far().substr(reload_at), "attached " + pa + " ");
     EXPECT_EQ(again_a["dir"], dir_a);
     EXPECT_EQ(again_a["formats"], "json,slowlog");
+    // locks = yes: server --locks' probes too.
+    EXPECT_GT(std::stoi(again_a["probes"]), std::stoi(line_a["probes"]))
+        << again_a["probes"] << " " << line_a["probes"];
     auto line_b = wait_attached(agent, (*b)->pid(), &took);
     EXPECT_EQ(line_b["dir"], dir_b);
     EXPECT_EQ(line_b["formats"], "json");
@@ -481,7 +486,7 @@ TEST_F(AgentTest, ConfigFileSectionsAndSighupReload) {
         ":3: key 'stagez': unknown key (known: output_dir, rescan_ms, socket_prefix, "
         "metrics_listen, control_socket, max_classes, enabled, formats, stages, rotate_size, "
         "rotate_keep, ring_kib, max_sql, "
-        "show_secrets); going on with the configuration loaded before\n"))
+        "show_secrets, locks); going on with the configuration loaded before\n"))
         << agent.stderr_so_far();
     workload(**a, "broken_a");
     workload(**b, "broken_b");

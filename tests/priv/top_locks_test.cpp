@@ -3,9 +3,9 @@
 // incident whose every wait the test causes itself, with the connection ids
 // it got from the server: A holds a row lock that B waits for; C holds a
 // transaction that read t2 while D's ALTER TABLE waits for its metadata
-// lock. While both wait, `top --batch` prints A over B and C over D, with
-// the statements A and C ran, and no one else as a blocker; once A and C
-// commit, "lock waits: none now". Through the agent (--locks) with a
+// lock. While both wait, `top --batch` (and the screen, on `l`) prints A
+// over B and C over D, with the statements A and C ran, and no one else as
+// a blocker; once A and C commit, "lock waits: none now". Through the agent (--locks) with a
 // MariaDB 10.11 and a MySQL 9.7 server (performance_schema off), and with
 // `top --pid --locks` on MariaDB. MariaDB's InnoDB does not say who holds
 // a row lock while the binary log is closed: A is shown as a possible
@@ -25,6 +25,7 @@
 #include "priv/priv.h"
 #include "priv/server_session.h"
 #include "priv/tmpdir_test.h"
+#include "priv/tmux.h"
 
 namespace mysqltrace::test {
 namespace {
@@ -272,6 +273,75 @@ TEST_F(TopLocksTest, BlockingTreeOfTopPid) {
     EXPECT_EQ(refused.err,
               "mysqltrace: top --locks is for --pid; the agent traces lock waits with `locks = "
               "yes` in its configuration\n");
+}
+
+// The screen: the status line says who waits, `l` shows the tree and hides
+// the table, the tree empties when the waits end, `l` again brings the
+// table back. MariaDB with its binary log open (A certain).
+TEST_F(TopLocksTest, BlockingTreeOnTheScreen) {
+    ServerOptions o;
+    o.extra_args = {"--log-bin=mt-bin", "--server-id=1"};
+    auto started = MariadbServer::start(o);
+    ASSERT_TRUE(started) << started.error().message;
+    auto server = std::move(started).value();
+    make_tables(*server);
+    Incident in(*server);
+    Tmux tmux(base_);
+    std::string screen;
+    ASSERT_TRUE(tmux.wait(
+        [](const std::string &s) { return s.find("shell$") != std::string::npos; }, 10, &screen))
+        << screen;
+    tmux.type(std::string(MYSQLTRACE_BINARY) + " top --pid " + std::to_string(server->pid()) +
+              " --locks --interval 0.3; echo TOP-EXIT=$?");
+    tmux.key("Enter");
+    ASSERT_TRUE(tmux.wait(
+        [](const std::string &s) { return s.find("CALLS/S") != std::string::npos; }, 60, &screen))
+        << screen;
+    in.start();
+    EXPECT_TRUE(tmux.wait(
+        [](const std::string &s) {
+            return s.find("2 connections wait for a lock: l shows who blocks them") !=
+                   std::string::npos;
+        },
+        3, &screen))
+        << screen;
+    tmux.key("l");
+    const std::string want =
+        expected_tree("mariadb-" + std::to_string(server->port()), server->pid(), in, true);
+    // The screen's lines from the tree's first, trailing blanks dropped.
+    const auto tree_of = [](const std::string &s) {
+        const size_t at = s.find("\nlock waits");
+        if (at == std::string::npos) {
+            return std::string();
+        }
+        std::string t = s.substr(at + 1);
+        while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) {
+            t.pop_back();
+        }
+        return without_times(t) + "\n";
+    };
+    EXPECT_TRUE(tmux.wait([&](const std::string &s) { return tree_of(s) == want; }, 3, &screen))
+        << "want:\n"
+        << want << "screen:\n"
+        << screen;
+    EXPECT_EQ(screen.find("CALLS/S"), std::string::npos) << screen;
+    in.end();
+    EXPECT_TRUE(tmux.wait(
+        [&](const std::string &s) { return tree_of(s) == "lock waits: none now\n"; }, 3, &screen))
+        << screen;
+    tmux.key("l");
+    EXPECT_TRUE(tmux.wait(
+        [](const std::string &s) {
+            return s.find("CALLS/S") != std::string::npos &&
+                   s.find("lock waits") == std::string::npos;
+        },
+        3, &screen))
+        << screen;
+    tmux.key("q");
+    EXPECT_TRUE(
+        tmux.wait([](const std::string &s) { return s.find("\nTOP-EXIT=0") != std::string::npos; },
+                  10, &screen))
+        << screen;
 }
 
 }  // namespace

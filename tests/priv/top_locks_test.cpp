@@ -72,7 +72,9 @@ bool until_row(MariadbServer &server, const std::string &sql) {
 class Incident {
   public:
     static constexpr const char *kAUpdate = "UPDATE mt_db.t SET b = 'a' WHERE a = 1";
+    static constexpr const char *kBUpdate = "UPDATE mt_db.t SET b = 'b' WHERE a = 1";
     static constexpr const char *kCSelect = "SELECT * FROM mt_db.t2";
+    static constexpr const char *kDAlter = "ALTER TABLE mt_db.t2 ADD COLUMN c INT";
 
     explicit Incident(MariadbServer &server) : server_(server) {
         for (int i = 0; i < 4; i++) {
@@ -88,14 +90,14 @@ class Incident {
     void start() {
         ASSERT_EQ(run_query(c_[A], "BEGIN"), 0u);
         ASSERT_EQ(run_query(c_[A], kAUpdate), 0u);
-        b_ = std::make_unique<Async>(c_[B], "UPDATE mt_db.t SET b = 'b' WHERE a = 1");
+        b_ = std::make_unique<Async>(c_[B], kBUpdate);
         until_row(server_,
                   "SELECT 1 FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND "
                   "trx_mysql_thread_id = " +
                       std::to_string(id[B]));
         ASSERT_EQ(run_query(c_[C], "BEGIN"), 0u);
         ASSERT_EQ(run_query(c_[C], kCSelect), 0u);
-        d_ = std::make_unique<Async>(c_[D], "ALTER TABLE mt_db.t2 ADD COLUMN c INT");
+        d_ = std::make_unique<Async>(c_[D], kDAlter);
         until_row(server_,
                   "SELECT 1 FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for table "
                   "metadata lock' AND ID = " +
@@ -158,10 +160,11 @@ std::string expected_tree(const std::string &name, pid_t pid, const Incident &in
     return "lock waits of " + name + " (pid " + std::to_string(pid) + "): 2 waiting\n" +
            (row_certain ? "blocking" : "possibly blocking") + " thread " + id(Incident::A) +
            ", transaction open <t>: " + Incident::kAUpdate + "\n  -> thread " + id(Incident::B) +
-           " waits <t> for an InnoDB row lock" + (row_certain ? "" : " (possible blocker)") +
+           " waits <t> for an InnoDB row lock on TABLE mt_db.t" +
+           (row_certain ? "" : " (possible blocker)") + ": " + Incident::kBUpdate +
            "\nblocking thread " + id(Incident::C) +
            ", transaction open <t>: " + Incident::kCSelect + "\n  -> thread " + id(Incident::D) +
-           " waits <t> for metadata lock EXCLUSIVE on TABLE mt_db.t2\n";
+           " waits <t> for metadata lock EXCLUSIVE on TABLE mt_db.t2: " + Incident::kDAlter + "\n";
 }
 
 // `top --batch` for ~1 s; the lock lines of its last frame.

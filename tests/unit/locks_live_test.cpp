@@ -6,6 +6,7 @@
 // wait's end record or its statement's end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -37,7 +38,8 @@ std::vector<uint8_t> mysql_key(int ns, const std::string &db, const std::string 
 
 std::vector<uint8_t> record(bool open, uint32_t tid, uint64_t start, uint64_t end,
                             uint64_t thread_id, uint32_t kind, std::vector<uint64_t> blockers = {},
-                            std::vector<uint8_t> k = {}, int32_t type = -1) {
+                            std::vector<uint8_t> k = {}, int32_t type = -1,
+                            const std::string &query = "") {
     mt_server_lock_wait_event ev{};
     ev.hdr.type = MT_EV_SERVER_LOCK_WAIT;
     ev.hdr.size = sizeof(ev);
@@ -56,6 +58,9 @@ std::vector<uint8_t> record(bool open, uint32_t tid, uint64_t start, uint64_t en
     }
     ev.key_len = static_cast<uint16_t>(k.size());
     std::memcpy(ev.key, k.data(), k.size());
+    // As the probe copies it: at most MT_MAX_LOCK_QUERY - 1 bytes.
+    ev.query_len = static_cast<uint16_t>(std::min<size_t>(query.size(), MT_MAX_LOCK_QUERY - 1));
+    std::memcpy(ev.query, query.data(), ev.query_len);
     std::vector<uint8_t> out(sizeof(ev));
     std::memcpy(out.data(), &ev, sizeof(ev));
     return out;
@@ -136,12 +141,15 @@ TEST(LockTrackerLive, InnodbEdgesOrPossibleBlockers) {
         t.on_statement(s);
     }
     // MariaDB, binary log closed: no edge. 1 took row locks in its open
-    // transaction; 3 only read.
-    t.on_record(record(true, 102, 300, 300, 2, MT_LOCK_ROW));
+    // transaction; 3 only read. The waiting statement names one table, its
+    // schema the connection's last one seen.
+    t.on_statement(stmt(2, 250, "SELECT 1", "shop"));
+    t.on_record(record(true, 102, 300, 300, 2, MT_LOCK_ROW, {}, {}, -1, "UPDATE t SET v = 2"));
     auto live = t.live();
     ASSERT_EQ(live.size(), 1u);
     EXPECT_EQ(live[0].waiter, 2u);
-    EXPECT_EQ(live[0].object, "");
+    EXPECT_EQ(live[0].object, "TABLE shop.t");
+    EXPECT_EQ(live[0].waiter_sql, "UPDATE t SET v = 2");
     EXPECT_EQ(live[0].blocker.thread_id, 1u);
     EXPECT_EQ(live[0].blocker.sql, "UPDATE t SET v = 1 WHERE id = 1");
     EXPECT_TRUE(live[0].possible);
@@ -159,11 +167,14 @@ TEST(LockTrackerLive, InnodbEdgesOrPossibleBlockers) {
     m.set_row_blockers(true);
     m.on_statement(stmt(1, 100, "BEGIN"));
     m.on_statement(stmt(1, 200, "UPDATE t SET v = 1 WHERE id = 1"));
-    m.on_record(record(true, 102, 300, 300, 2, MT_LOCK_ROW));
+    // Its text cut (255 bytes): the table is not told.
+    m.on_record(record(true, 102, 300, 300, 2, MT_LOCK_ROW, {}, {}, -1,
+                       "UPDATE mt.t SET v = '" + std::string(240, 'x') + "' WHERE id = 1"));
     live = m.live();
     ASSERT_EQ(live.size(), 1u);
     EXPECT_EQ(live[0].blocker.thread_id, 0u);  // not reported yet
-    m.on_record(edge(290, 2, 1));              // reported as it was queued, before the wait
+    EXPECT_EQ(live[0].object, "");
+    m.on_record(edge(290, 2, 1));  // reported as it was queued, before the wait
     live = m.live();
     ASSERT_EQ(live.size(), 1u);
     EXPECT_EQ(live[0].blocker.thread_id, 1u);

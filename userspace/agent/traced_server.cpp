@@ -9,6 +9,7 @@
 #include "bpf/ring_set.h"
 #include "doctor/trace_plan.h"
 #include "server/hooks.h"
+#include "sql/redact.h"
 #include "trace/trace_loop.h"
 
 namespace mysqltrace::agent {
@@ -108,6 +109,7 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
     std::unique_ptr<TracedServer> s(new TracedServer());
     s->labels_ = std::move(labels);
     s->target_ = std::make_unique<server::ServerTarget>(std::move(target));
+    s->show_secrets_ = opts.show_secrets;
     const pid_t pid = s->labels_.process.id.pid;
     if (opts.json || opts.slowlog) {
         s->dir_ = opts.output_dir + "/" + server_dir_name(s->labels_);
@@ -232,6 +234,7 @@ std::vector<top::LockWaitRow> TracedServer::live_lock_waits(uint64_t now_ns) con
                                     ? now_ns - w.blocker.trx_start_ns
                                     : 0;
         r.possible = w.possible;
+        r.waiting_query = show_secrets_ ? w.waiter_sql : sql::redact_sql(w.waiter_sql);
         out.push_back(std::move(r));
     }
     return out;

@@ -117,6 +117,7 @@ class TracedServer {
     std::unique_ptr<server::LockTracker> locks_;
     std::unique_ptr<server::StatementTracer> tracer_;
     uint64_t statements_ = 0, failed_ = 0;
+    bool show_secrets_ = false;
 };
 
 }  // namespace mysqltrace::agent

@@ -120,6 +120,10 @@ bool decode_lock_wait(std::span<const uint8_t> rec, LockWait *out) {
     out->granter_tid = ev.granter_tid;
     out->waker_seen = (ev.flags & MT_LOCK_WAKER_SEEN) != 0;
     out->open = (ev.flags & MT_LOCK_OPEN) != 0;
+    if (ev.query_len <= MT_MAX_LOCK_QUERY) {
+        out->query.assign(ev.query, ev.query_len);
+        out->query_cut = ev.query_len + 1u >= MT_MAX_LOCK_QUERY;
+    }
     out->key.assign(ev.key, ev.key + ev.key_len);
     return true;
 }
@@ -495,6 +499,7 @@ std::vector<LiveLockWait> LockTracker::live() const {
         base.waiter = w->thread_id;
         base.kind = w->kind;
         base.start_ns = w->start_ns;
+        base.waiter_sql = w->query;
         std::vector<uint64_t> ids = w->blockers;
         std::vector<Blocker> possible;
         if (w->kind == LockKind::metadata) {
@@ -528,6 +533,17 @@ std::vector<LiveLockWait> LockTracker::live() const {
             }
         } else {
             possible = row_lockers(*w);
+        }
+        if (w->kind == LockKind::row) {
+            // The one table the waiting statement names, its schema the
+            // connection's last one seen.
+            auto c = conns_.find(w->thread_id);
+            const std::string db =
+                c != conns_.end() && !c->second.empty() ? c->second.back().db : "";
+            sql::TableName table;
+            if (sql::only_table(w->query, db, !w->query_cut, &table) && !table.schema.empty()) {
+                base.object = "TABLE " + table.schema + "." + table.name;
+            }
         }
         std::sort(ids.begin(), ids.end());
         const size_t first = out.size();

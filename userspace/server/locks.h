@@ -36,6 +36,8 @@ struct LockWait {
     uint32_t granter_tid = 0;  // the OS thread whose release granted it (0: none seen)
     bool waker_seen = false;   // InnoDB: granter_tid is who woke the waiter
     bool open = false;         // MT_LOCK_OPEN: it began, its end is to come
+    std::string query;         // open: the start of the waiting statement's text
+    bool query_cut = false;    // ... not all of it
     std::vector<uint8_t> key;  // raw MDL_key
 };
 
@@ -117,9 +119,10 @@ struct LiveLockWait {
     uint64_t waiter = 0;
     LockKind kind = LockKind::metadata;
     uint64_t start_ns = 0;
-    std::string object;     // "TABLE lk.t2" ("": not known while it waits)
-    std::string lock_type;  // MDL: "EXCLUSIVE"
-    std::string stage;      // MDL: "Waiting for table metadata lock"
+    std::string object;      // "TABLE lk.t2" ("": not known while it waits)
+    std::string lock_type;   // MDL: "EXCLUSIVE"
+    std::string stage;       // MDL: "Waiting for table metadata lock"
+    std::string waiter_sql;  // the start of the waiting statement's text ("": not read)
     Blocker blocker;
     // Not a certain holder (MariaDB's InnoDB waits): a connection whose
     // open transaction took row locks before the wait began.

@@ -62,7 +62,8 @@ void server_lines(const ServerSnapshot &sv, size_t width, std::vector<std::strin
         for (const LockWaitRow *w : it->second) {
             const std::string pad(2 * depth, ' ');
             out.push_back(cut(pad + "-> thread " + std::to_string(w->waiting_pid) + " " +
-                                  what_waits(*w) + (w->possible ? " (possible blocker)" : ""),
+                                  what_waits(*w) + (w->possible ? " (possible blocker)" : "") +
+                                  (w->waiting_query.empty() ? "" : ": " + w->waiting_query),
                               width));
             if (path.contains(w->waiting_pid)) {
                 out.push_back(cut(pad + "  (a cycle: a deadlock)", width));
@@ -98,7 +99,8 @@ void server_lines(const ServerSnapshot &sv, size_t width, std::vector<std::strin
     for (const LockWaitRow *w : unblocked) {
         out.push_back(cut("no blocker known: thread " + std::to_string(w->waiting_pid) + " " +
                               what_waits(*w) +
-                              (w->wait_stage.empty() ? "" : " (" + w->wait_stage + ")"),
+                              (w->wait_stage.empty() ? "" : " (" + w->wait_stage + ")") +
+                              (w->waiting_query.empty() ? "" : ": " + w->waiting_query),
                           width));
     }
 }

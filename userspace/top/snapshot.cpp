@@ -102,7 +102,8 @@ nlohmann::json to_json(const Snapshot &s) {
                              {"wait_ns", w.wait_ns},
                              {"blocking_query", w.blocking_query},
                              {"blocking_trx_age_ns", w.blocking_trx_age_ns},
-                             {"possible", w.possible}});
+                             {"possible", w.possible},
+                             {"waiting_query", w.waiting_query}});
         }
         servers.push_back({{"name", sv.name},
                            {"pid", sv.pid},
@@ -191,6 +192,7 @@ Result<Snapshot> parse_snapshot(const std::string &text) {
                 w.blocking_query = jw.at("blocking_query").get<std::string>();
                 w.blocking_trx_age_ns = jw.at("blocking_trx_age_ns").get<uint64_t>();
                 w.possible = jw.at("possible").get<bool>();
+                w.waiting_query = jw.at("waiting_query").get<std::string>();
                 sv.lock_waits.push_back(std::move(w));
             }
             s.servers.push_back(std::move(sv));

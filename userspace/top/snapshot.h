@@ -49,6 +49,8 @@ struct LockWaitRow {
     uint64_t blocking_trx_age_ns = 0;  // since its BEGIN (0: not known)
     // Not a certain holder (server/locks.h, LiveLockWait::possible).
     bool possible = false;
+    // The start of the waiting statement's text (redacted; "": not read).
+    std::string waiting_query;
 };
 
 struct ServerSnapshot {

@@ -344,6 +344,8 @@ enum mt_lock_flags {
 // Bytes of MDL_key copied: its lengths, then namespace, schema and name,
 // NUL-separated (64 + 64 characters of 3 bytes, plus headers).
 #define MT_MAX_MDL_KEY 416
+// Bytes of the waiting statement's text an open wait's record carries.
+#define MT_MAX_LOCK_QUERY 256
 
 struct mt_server_lock_wait_event {
     struct mt_event_header hdr;  // ts_ns: when the wait ended
@@ -365,6 +367,11 @@ struct mt_server_lock_wait_event {
     __s32 lock_duration;  // MDL: enum_mdl_duration requested (-1: unknown)
     __u32 _pad0;
     __u8 key[MT_MAX_MDL_KEY];
+    // MT_LOCK_OPEN: the start of the waiting statement's text (the THD's
+    // query string when the wait began); query_len bytes of it, 0: none.
+    __u16 query_len;
+    __u16 _pad1[3];
+    char query[MT_MAX_LOCK_QUERY];
 };
 
 // InnoDB reported a wait-for edge: `thread_id` waits for a lock that

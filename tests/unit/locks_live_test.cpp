@@ -94,11 +94,16 @@ TEST(LockTrackerLive, MysqlFastPathHoldersOfAnExclusiveRequest) {
                   [](uint64_t) { return std::string("Waiting for table metadata lock"); });
     // 3 read t2 in an open transaction (its schema the default one); 5's
     // transaction read another table; 6 read t2 outside a transaction; 7
-    // began its transaction after the wait did.
+    // began its transaction after the wait did; 10's DDL committed its
+    // transaction; 11's read of t2 failed.
+    Statement failed = stmt(11, 230, "SELECT nosuch FROM mt_db.t2");
+    failed.error = 1054;
     for (const auto &s :
          {stmt(3, 100, "BEGIN"), stmt(3, 200, "SELECT * FROM t2", "mt_db"), stmt(5, 110, "BEGIN"),
           stmt(5, 210, "SELECT * FROM mt_db.t"), stmt(6, 220, "SELECT * FROM mt_db.t2"),
-          stmt(7, 600, "BEGIN"), stmt(7, 700, "SELECT * FROM mt_db.t2")}) {
+          stmt(7, 600, "BEGIN"), stmt(7, 700, "SELECT * FROM mt_db.t2"), stmt(10, 120, "BEGIN"),
+          stmt(10, 130, "SELECT * FROM mt_db.t2"), stmt(10, 140, "CREATE TABLE mt_db.t9 (a INT)"),
+          stmt(11, 125, "BEGIN"), failed}) {
         t.on_statement(s);
     }
     // 4's EXCLUSIVE request (MySQL's 10) on TABLE (4) mt_db.t2 since 500;

@@ -93,6 +93,22 @@ bool takes_row_locks(const std::string &sql) {
            all.find("LOCK IN SHARE MODE") != std::string::npos;
 }
 
+// Statements that commit the open transaction before they run (DDL, account
+// management, table maintenance, LOCK/UNLOCK TABLES), from the first 17
+// bytes upper-cased; a temporary table's CREATE or DROP does not.
+bool commits_implicitly(const std::string &head) {
+    if (head.starts_with("CREATE TEMPORARY") || head.starts_with("DROP TEMPORARY")) {
+        return false;
+    }
+    for (const char *k : {"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE",
+                          "LOCK TABLE", "UNLOCK TABLE", "ANALYZE", "OPTIMIZE", "REPAIR"}) {
+        if (head.starts_with(k)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 }  // namespace
 
 bool decode_lock_wait(std::span<const uint8_t> rec, LockWait *out) {
@@ -394,13 +410,13 @@ void LockTracker::on_statement(const Statement &st) {
     } else if ((head.starts_with("COMMIT") || head.starts_with("ROLLBACK")) &&
                upper_start(st.text, 64).find(" TO ") == std::string::npos) {
         trx = 0;
-    } else if (st.error == kLockDeadlock) {
-        trx = 0;  // the victim's transaction is rolled back
+    } else if (st.error == kLockDeadlock || commits_implicitly(head)) {
+        trx = 0;  // the victim's transaction is rolled back; DDL commits
     }
     if (h.size() == kHistory) {
         h.erase(h.begin());
     }
-    h.push_back({st.start_ns, st.text, trx, st.db});
+    h.push_back({st.start_ns, st.text, trx, st.db, st.error});
 }
 
 std::vector<LockWaitReport> LockTracker::take_waits(bool all) {
@@ -442,8 +458,9 @@ std::vector<uint64_t> LockTracker::fast_path_holders(const LockWait &w, const st
             continue;
         }
         for (const auto &st : history) {
+            // A statement that failed may not have opened the table.
             if (st.start_ns < trx || st.start_ns > w.start_ns || st.trx_start_ns != trx ||
-                (writes && !takes_row_locks(st.sql))) {
+                st.error != 0 || (writes && !takes_row_locks(st.sql))) {
                 continue;
             }
             bool names = false;

@@ -182,6 +182,7 @@ class LockTracker {
         std::string sql;
         uint64_t trx_start_ns = 0;  // its transaction's start after it (0: none known)
         std::string db;             // its CURRENT_SCHEMA
+        uint32_t error = 0;
     };
     std::unordered_map<uint64_t, std::vector<Seen>> conns_;
     bool row_blockers_ = false;

@@ -58,6 +58,9 @@ const volatile __s64 off_lock_key = -1;
 const volatile __s64 off_request_duration = -1;
 // LOCK_ROW_WAITED's length: its unit in ns.
 const volatile __u64 row_waited_unit_ns = 1000;
+// THD's query string (LEX_CSTRING {str, length}), for an open wait's record
+// (-1: unknown).
+const volatile __s64 off_lock_query = -1;
 
 // What a thread is waiting for. Only threads that wait have one.
 struct lock_state {
@@ -184,6 +187,7 @@ static __always_inline struct mt_server_lock_wait_event *lock_reserve(void **rin
     ev->granter_tid = 0;
     ev->lock_duration = -1;
     ev->_pad0 = 0;
+    ev->query_len = 0;
     for (int i = 0; i < MT_MAX_LOCK_BLOCKERS; i++)
         ev->blockers[i] = 0;
     return ev;
@@ -232,6 +236,54 @@ static __always_inline void lock_mdl_end(struct pt_regs *ctx, struct lock_state 
     ls->n_blockers = 0;
     ls->blockers_lost = 0;
     ls->flags = 0;
+}
+
+// A wait begins: its open record (MT_LOCK_OPEN), for what waits now
+// (`mysqltrace top`). MDL: the deadlock search ran before the wait, so the
+// object and the blockers are known.
+static __always_inline void lock_open(struct lock_state *ls, __u32 kind, void *thd) {
+    struct mt_server_lock_wait_event *ev;
+    void *ring, *lock;
+    struct {
+        __u64 str, len;
+    } q = {};
+
+    ev = lock_reserve(&ring);
+    if (!ev)
+        return;
+    ev->kind = kind;
+    ev->thread_id = thd ? thread_id_of(thd) : 0;
+    ev->flags = MT_LOCK_OPEN;
+    // At most MT_MAX_LOCK_QUERY - 1 bytes: the mask bounds the read.
+    if (thd && off_lock_query >= 0 &&
+        bpf_probe_read_user(&q, sizeof(q), thd + off_lock_query) == 0 && q.str && q.len) {
+        __u32 n = q.len < MT_MAX_LOCK_QUERY - 1 ? (__u32)q.len : MT_MAX_LOCK_QUERY - 1;
+
+        n &= MT_MAX_LOCK_QUERY - 1;
+        if (n && bpf_probe_read_user(ev->query, n, (void *)q.str) == 0)
+            ev->query_len = (__u16)n;
+    }
+    if (kind == MT_LOCK_METADATA && ls) {
+        ev->start_ns = ls->mdl_start;
+        ev->stage = ls->mdl_stage;
+        ev->lock_duration = ls->mdl_duration;
+        ev->flags |= ls->flags;
+        ev->n_blockers = ls->n_blockers;
+        ev->blockers_lost = ls->blockers_lost;
+        for (int i = 0; i < MT_MAX_LOCK_BLOCKERS; i++)
+            ev->blockers[i] = ls->blockers[i];
+        if (ls->ticket) {
+            if (off_ticket_type >= 0)
+                ev->lock_type = (__s32)read_u32((void *)ls->ticket, off_ticket_type);
+            lock = (void *)read_u64((void *)ls->ticket, off_ticket_lock);
+            if (lock && off_lock_key >= 0 &&
+                bpf_probe_read_user(ev->key, sizeof(ev->key), lock + off_lock_key) == 0)
+                ev->key_len = sizeof(ev->key);
+        }
+    } else {
+        ev->start_ns = bpf_ktime_get_ns();
+    }
+    mt_submit(ring, ev, sizeof(*ev));
 }
 
 SEC("uprobe")
@@ -299,6 +351,7 @@ int server_lock(struct pt_regs *ctx) {
         // PSI_stage_info_v1 {m_key, m_name, ...}: the name.
         ls->mdl_stage = read_u64((void *)PT_REGS_PARM5(ctx), 8);
         ls->searching = 0;
+        lock_open(ls, MT_LOCK_METADATA, ls->mdl_owner ? (void *)(ls->mdl_owner - owner_to_thd) : 0);
         return 0;
     case LOCK_MDL_WAIT_RET:
         if (ls)
@@ -317,6 +370,7 @@ int server_lock(struct pt_regs *ctx) {
             return 0;
         ls->row_start = bpf_ktime_get_ns();
         ls->row_thd = PT_REGS_PARM1(ctx);
+        lock_open(0, MT_LOCK_ROW, (void *)ls->row_thd);
         return 0;
     case LOCK_ROW_END:
         if (!ls || !ls->row_start)
@@ -338,6 +392,7 @@ int server_lock(struct pt_regs *ctx) {
             __sync_fetch_and_add(&row_waiting, 1);
         else
             bpf_map_update_elem(&row_waits, &tid, &rw, BPF_ANY);
+        lock_open(0, MT_LOCK_ROW, (void *)PT_REGS_PARM1(ctx));
         return 0;
     }
     case LOCK_ROW_WAITED: {

@@ -39,6 +39,7 @@
 #include "priv/cli_util.h"
 #include "priv/priv.h"
 #include "priv/server_session.h"
+#include "priv/tmpdir_test.h"
 
 namespace mysqltrace::test {
 namespace {
@@ -159,23 +160,10 @@ struct Traced {
     uint64_t q1 = 0, q2 = 0;
 };
 
-class AgentPrometheusTest : public ::testing::Test {
+class AgentPrometheusTest : public TmpdirTest {
   protected:
-    void SetUp() override {
-        MYSQLTRACE_REQUIRE_ROOT();
-        char templ[] = "/tmp/mtmetrics-XXXXXX";
-        ASSERT_NE(::mkdtemp(templ), nullptr);
-        base_ = templ;
-        const char *old = std::getenv("TMPDIR");
-        old_tmpdir_ = old ? old : "";
-        ::setenv("TMPDIR", base_.c_str(), 1);
-    }
+    AgentPrometheusTest() : TmpdirTest("mtmetrics") {}
     void TearDown() override {
-        if (old_tmpdir_.empty()) {
-            ::unsetenv("TMPDIR");
-        } else {
-            ::setenv("TMPDIR", old_tmpdir_.c_str(), 1);
-        }
         for (auto &t : servers_) {
             if (t.conn) {
                 mysql_close(t.conn);
@@ -184,11 +172,9 @@ class AgentPrometheusTest : public ::testing::Test {
         servers_.clear();  // each stopped
         prometheus_.reset();
         agent_.reset();
-        std::error_code ec;
-        fs::remove_all(base_, ec);
+        TmpdirTest::TearDown();
     }
 
-    std::string base_, old_tmpdir_;
     std::vector<Traced> servers_;
     std::unique_ptr<BackgroundCommand> agent_, prometheus_;
 };

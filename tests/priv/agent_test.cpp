@@ -32,6 +32,7 @@
 #include "priv/cli_util.h"
 #include "priv/priv.h"
 #include "priv/server_session.h"
+#include "priv/tmpdir_test.h"
 
 namespace mysqltrace::test {
 namespace {
@@ -155,31 +156,15 @@ size_t others(const std::string &path, unsigned long thread_id) {
     return n;
 }
 
-class AgentTest : public ::testing::Test {
+class AgentTest : public TmpdirTest {
   protected:
+    AgentTest() : TmpdirTest("mtagent") {}
     void SetUp() override {
-        MYSQLTRACE_REQUIRE_ROOT();
-        char templ[] = "/tmp/mtagent-XXXXXX";
-        ASSERT_NE(::mkdtemp(templ), nullptr);
-        base_ = templ;
+        TmpdirTest::SetUp();
         out_ = base_ + "/out";
-        // The harness's servers go under base_, and the agent traces only
-        // those: other servers of this machine (parallel tests) are left alone.
-        const char *old = std::getenv("TMPDIR");
-        old_tmpdir_ = old ? old : "";
-        ::setenv("TMPDIR", base_.c_str(), 1);
-    }
-    void TearDown() override {
-        if (old_tmpdir_.empty()) {
-            ::unsetenv("TMPDIR");
-        } else {
-            ::setenv("TMPDIR", old_tmpdir_.c_str(), 1);
-        }
-        std::error_code ec;
-        fs::remove_all(base_, ec);
     }
 
-    std::string base_, out_, old_tmpdir_;
+    std::string out_;
 };
 
 // Waits for the agent's "attached pid=N" line and returns its fields.
@@ -453,14 +438,16 @@ TEST_F(AgentTest, ConfigFileSectionsAndSighupReload) {
     workload(**a, "before_a");
     workload(**b, "before_b");
 
-    // B's section goes, A gets one: A gains the slow log, B is traced.
+    // B's section goes, A gets one: A gains the slow log and its lock
+    // waits' probes, B is traced.
     write_config(conf, agent_section + "\n[server port=" + std::to_string((*a)->port()) +
-                           "]\nformats = json, slowlog\n");
+                           "]\nformats = json, slowlog\nlocks = yes\n");
     ::kill(agent.pid(), SIGHUP);
     EXPECT_TRUE(agent.wait_for_stderr("SIGHUP: read " + conf + " again\n"))
         << agent.stderr_so_far();
     EXPECT_TRUE(agent.wait_for_stderr(pa +
-                                      ": settings changed (formats json -> json,slowlog) by "
+                                      ": settings changed (formats json -> json,slowlog; locks "
+                                      "no -> yes) by "
                                       "[server port=" +
                                       std::to_string((*a)->port()) +
                                       "] (line 8): attaching again\n"))
@@ -482,6 +469,9 @@ TEST_F(AgentTest, ConfigFileSectionsAndSighupReload) {
     auto again_a = agent_line(agent.stderr_so_far().substr(reload_at), "attached " + pa + " ");
     EXPECT_EQ(again_a["dir"], dir_a);
     EXPECT_EQ(again_a["formats"], "json,slowlog");
+    // locks = yes: server --locks' probes too.
+    EXPECT_GT(std::stoi(again_a["probes"]), std::stoi(line_a["probes"]))
+        << again_a["probes"] << " " << line_a["probes"];
     auto line_b = wait_attached(agent, (*b)->pid(), &took);
     EXPECT_EQ(line_b["dir"], dir_b);
     EXPECT_EQ(line_b["formats"], "json");
@@ -496,7 +486,7 @@ TEST_F(AgentTest, ConfigFileSectionsAndSighupReload) {
         ":3: key 'stagez': unknown key (known: output_dir, rescan_ms, socket_prefix, "
         "metrics_listen, control_socket, max_classes, enabled, formats, stages, rotate_size, "
         "rotate_keep, ring_kib, max_sql, "
-        "show_secrets); going on with the configuration loaded before\n"))
+        "show_secrets, locks); going on with the configuration loaded before\n"))
         << agent.stderr_so_far();
     workload(**a, "broken_a");
     workload(**b, "broken_b");

@@ -29,6 +29,8 @@
 #include "priv/cli_util.h"
 #include "priv/priv.h"
 #include "priv/server_session.h"
+#include "priv/tmpdir_test.h"
+#include "priv/tmux.h"
 
 namespace mysqltrace::test {
 namespace {
@@ -39,46 +41,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-
-// A detached tmux session of 200x50 running a plain shell, on a tmux
-// server of its own (its socket in `dir`); killed with its server however
-// the test ends.
-class Tmux {
-  public:
-    explicit Tmux(const std::string &dir) : socket_(dir + "/tmux.sock") {
-        auto r = tmux({"new-session", "-d", "-s", "top", "-x", "200", "-y", "50",
-                       "env PS1='shell$ ' bash --norc --noprofile"});
-        EXPECT_EQ(r.exit_code, 0) << r.err;
-    }
-    ~Tmux() { tmux({"kill-server"}); }
-    // Types `text` literally.
-    void type(const std::string &text) { tmux({"send-keys", "-t", "top", "-l", text}); }
-    // Named keys: Enter, Escape, Down.
-    void key(const std::string &name) { tmux({"send-keys", "-t", "top", name}); }
-    std::string screen() { return tmux({"capture-pane", "-p", "-t", "top"}).out; }
-    // Polls the screen until `ok` holds (true) or `timeout_s` passes (false).
-    bool wait(const std::function<bool(const std::string &)> &ok, double timeout_s,
-              std::string *last) {
-        const auto t0 = Clock::now();
-        while (true) {
-            *last = screen();
-            if (ok(*last)) {
-                return true;
-            }
-            if (seconds_since(t0) > timeout_s) {
-                return false;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-    }
-
-  private:
-    CommandResult tmux(std::vector<std::string> args) {
-        args.insert(args.begin(), {"/usr/bin/tmux", "-f", "/dev/null", "-S", socket_});
-        return run_command(args);
-    }
-    std::string socket_;
-};
 
 std::vector<std::string> lines_of(const std::string &screen) {
     std::vector<std::string> out;
@@ -164,28 +126,9 @@ void make_databases(MariadbServer &server) {
     ASSERT_TRUE(made) << made.error().message;
 }
 
-class TopTest : public ::testing::Test {
+class TopTest : public TmpdirTest {
   protected:
-    void SetUp() override {
-        MYSQLTRACE_REQUIRE_ROOT();
-        char templ[] = "/tmp/mttop-XXXXXX";
-        ASSERT_NE(::mkdtemp(templ), nullptr);
-        base_ = templ;
-        // The harness's servers go under base_ (the agent traces only those).
-        const char *old = std::getenv("TMPDIR");
-        old_tmpdir_ = old ? old : "";
-        ::setenv("TMPDIR", base_.c_str(), 1);
-    }
-    void TearDown() override {
-        if (old_tmpdir_.empty()) {
-            ::unsetenv("TMPDIR");
-        } else {
-            ::setenv("TMPDIR", old_tmpdir_.c_str(), 1);
-        }
-        std::error_code ec;
-        fs::remove_all(base_, ec);
-    }
-    std::string base_, old_tmpdir_;
+    TopTest() : TmpdirTest("mttop") {}
 };
 
 const std::vector<std::string> kNames = {"heavy", "slow", "cheap"};

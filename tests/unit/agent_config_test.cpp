@@ -18,7 +18,7 @@ const std::string kPath = "/etc/mysqltrace/agent.conf";
 const std::string kKnown =
     "(known: output_dir, rescan_ms, socket_prefix, metrics_listen, control_socket, max_classes, "
     "enabled, formats, stages, "
-    "rotate_size, rotate_keep, ring_kib, max_sql, show_secrets)";
+    "rotate_size, rotate_keep, ring_kib, max_sql, show_secrets, locks)";
 
 AgentOptions base(std::vector<Setting> command_line = {}) {
     AgentOptions a = agent_defaults();
@@ -73,6 +73,7 @@ TEST(AgentConfig, EveryKey) {
         "ring_kib = 4\n"
         "max_sql = 0\n"
         "show_secrets = Yes\n"
+        "locks = on\n"
         "enabled = true\n"
         "   ; indented comment\n"
         "rescan_ms = 250\n"
@@ -100,7 +101,7 @@ TEST(AgentConfig, EveryKey) {
     EXPECT_EQ(r->config_path, kPath);
     EXPECT_EQ(describe_settings(r->defaults),
               "enabled=yes formats=json,slowlog stages=off rotate_size=2097152 rotate_keep=0 "
-              "ring_kib=4 max_sql=0 show_secrets=yes");
+              "ring_kib=4 max_sql=0 show_secrets=yes locks=yes");
 }
 
 TEST(AgentConfig, ErrorsNameFileLineAndKey) {
@@ -244,7 +245,7 @@ TEST(AgentConfig, Precedence) {
     EXPECT_EQ(matched, "");
     EXPECT_EQ(describe_settings(s),
               "enabled=yes formats=json stages=off rotate_size=104857600 rotate_keep=5 "
-              "ring_kib=1024 max_sql=1000 show_secrets=no");
+              "ring_kib=1024 max_sql=1000 show_secrets=no locks=no");
     EXPECT_EQ(s.opts.output_dir, "/var/log/mysqltrace");
     // Two sections, the later one's max_sql over the earlier one's.
     s = settings_for(*r, labels(3307), &matched);
@@ -309,6 +310,7 @@ TEST(AgentConfig, EffectiveConfig) {
                                         "ring_kib = 1024\n"
                                         "max_sql = 65536\n"
                                         "show_secrets = no\n"
+                                        "locks = no\n"
                                         "\n"
                                         "[server port=3307]  # line 3\n"
                                         "stages = off  # the command line's value wins\n"

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "top/lock_view.h"
 #include "top/snapshot.h"
 #include "top/top_model.h"
 
@@ -52,29 +53,40 @@ TEST(TopSnapshot, ExactJsonOfFixedTotals) {
     sv.dropped = 3;
     sv.undecodable = 1;
     sv.classes = snapshot_classes(stats);
+    sv.locks = true;
+    sv.lock_waits.push_back({9, 8, "metadata", "TABLE shop.t", "EXCLUSIVE",
+                             "Waiting for table metadata lock", 3000, "SELECT 1", 5000, false,
+                             "ALTER TABLE t FORCE"});
     s.servers.push_back(sv);
-    const std::string want = R"({"now_ns":12000000,"servers":[{"classes":[)"
-                             R"({"calls":2,"digest":"SELECT * FROM t WHERE id = ?","errors":1,)"
-                             R"("event_name":"statement/sql/select","max_ns":4000000,)"
-                             R"("p50_ns":1965207,"p99_ns":3930414,)"
-                             R"("recent":[{"duration_ns":4000000,"end_ns":9000000,"error":1146,)"
-                             R"("rows_examined":4,"rows_sent":1,)"
-                             R"("text":"SELECT * FROM t WHERE id = 2","thread_id":7},)"
-                             R"({"duration_ns":2000000,"end_ns":5000000,"error":0,)"
-                             R"("rows_examined":4,"rows_sent":1,)"
-                             R"("text":"SELECT * FROM t WHERE id = 1","thread_id":7}],)"
-                             R"("rows_affected":0,"rows_examined":8,"rows_sent":2,"schema":"shop",)"
-                             R"("stages":[{"name":"Sending data","ns":1500000},)"
-                             R"({"name":"starting","ns":100000}],"time_ns":6000000,"user":"app"},)"
-                             R"({"calls":1,"digest":"","errors":0,"event_name":"other",)"
-                             R"("max_ns":1000000,"p50_ns":982603,"p99_ns":982603,)"
-                             R"("recent":[{"duration_ns":1000000,"end_ns":10000000,"error":0,)"
-                             R"("rows_examined":4,"rows_sent":1,"text":"DELETE FROM u",)"
-                             R"("thread_id":7}],"rows_affected":0,"rows_examined":4,)"
-                             R"("rows_sent":1,"schema":"","stages":[],"time_ns":1000000,)"
-                             R"("user":""}],"dropped":3,"errors":1,"flavour":"mariadb",)"
-                             R"("name":"mariadb-3306","pid":42,"statements":3,"undecodable":1,)"
-                             R"("version":"10.11.11-MariaDB"}]})";
+    const std::string want =
+        R"({"now_ns":12000000,"servers":[{"classes":[)"
+        R"({"calls":2,"digest":"SELECT * FROM t WHERE id = ?","errors":1,)"
+        R"("event_name":"statement/sql/select","max_ns":4000000,)"
+        R"("p50_ns":1965207,"p99_ns":3930414,)"
+        R"("recent":[{"duration_ns":4000000,"end_ns":9000000,"error":1146,)"
+        R"("rows_examined":4,"rows_sent":1,)"
+        R"("text":"SELECT * FROM t WHERE id = 2","thread_id":7},)"
+        R"({"duration_ns":2000000,"end_ns":5000000,"error":0,)"
+        R"("rows_examined":4,"rows_sent":1,)"
+        R"("text":"SELECT * FROM t WHERE id = 1","thread_id":7}],)"
+        R"("rows_affected":0,"rows_examined":8,"rows_sent":2,"schema":"shop",)"
+        R"("stages":[{"name":"Sending data","ns":1500000},)"
+        R"({"name":"starting","ns":100000}],"time_ns":6000000,"user":"app"},)"
+        R"({"calls":1,"digest":"","errors":0,"event_name":"other",)"
+        R"("max_ns":1000000,"p50_ns":982603,"p99_ns":982603,)"
+        R"("recent":[{"duration_ns":1000000,"end_ns":10000000,"error":0,)"
+        R"("rows_examined":4,"rows_sent":1,"text":"DELETE FROM u",)"
+        R"("thread_id":7}],"rows_affected":0,"rows_examined":4,)"
+        R"("rows_sent":1,"schema":"","stages":[],"time_ns":1000000,)"
+        R"("user":""}],"dropped":3,"errors":1,"flavour":"mariadb",)"
+        R"("lock_waits":[{"blocking_pid":8,"blocking_query":"SELECT 1",)"
+        R"("blocking_trx_age_ns":5000,"lock_kind":"metadata",)"
+        R"("lock_type":"EXCLUSIVE","locked_object":"TABLE shop.t",)"
+        R"("possible":false,"wait_ns":3000,)"
+        R"("wait_stage":"Waiting for table metadata lock",)"
+        R"("waiting_pid":9,"waiting_query":"ALTER TABLE t FORCE"}],"locks":true,)"
+        R"("name":"mariadb-3306","pid":42,"statements":3,"undecodable":1,)"
+        R"("version":"10.11.11-MariaDB"}]})";
     // The percentiles are the histogram buckets' middles (2 ms and 4 ms,
     // 1 ms), never above the class's slowest statement.
     EXPECT_EQ(to_json_text(s), want);
@@ -267,6 +279,52 @@ TEST(TopModel, TableAndDetailLines) {
     EXPECT_EQ(detail[2],
               "calls 300 (150.0/s)   errors 0   total 100ms   mean 333us   p50 0ns   "
               "p99 1.0ms   max 0ns");
+}
+
+TEST(TopLocks, BlockingTreeLines) {
+    Snapshot s;
+    ServerSnapshot sv;
+    sv.name = "mysql-3307";
+    sv.pid = 7;
+    EXPECT_EQ(lock_lines(s, 200), std::vector<std::string>{"lock waits: not traced (the agent's "
+                                                           "`locks = yes`, or top --pid --locks)"});
+    sv.locks = true;
+    s.servers.push_back(sv);
+    EXPECT_EQ(lock_lines(s, 200), std::vector<std::string>{"lock waits: none now"});
+    auto &w = s.servers[0].lock_waits;
+    // 11 waits for 10, which waits for 12; 13 and 14 wait for a metadata
+    // lock 12 holds; 15 has a possible blocker; 16 none known.
+    w.push_back({10, 12, "row", "TABLE shop.t", "", "", 2'500'000'000, "UPDATE t SET v = 1",
+                 9'000'000'000, false, "UPDATE t SET v = 3"});
+    w.push_back({11, 10, "row", "", "", "", 1'000'000, "UPDATE t SET v = 2", 0, false, ""});
+    w.push_back({13, 12, "metadata", "TABLE shop.t2", "EXCLUSIVE", "", 50'000, "SELECT 1", 1000,
+                 false, "ALTER TABLE t2 FORCE"});
+    w.push_back({15, 17, "row", "", "", "", 2000, "DELETE FROM u", 3000, true, ""});
+    w.push_back({16, 0, "metadata", "TABLE shop.t3", "SHARED_WRITE",
+                 "Waiting for table metadata lock", 7000, "", 0, false, ""});
+    const std::vector<std::string> want = {
+        "lock waits of mysql-3307 (pid 7): 5 waiting",
+        "blocking thread 12, transaction open 9.00s: UPDATE t SET v = 1",
+        "  -> thread 10 waits 2.50s for an InnoDB row lock on TABLE shop.t: UPDATE t SET v = 3",
+        "    -> thread 11 waits 1.0ms for an InnoDB row lock",
+        "  -> thread 13 waits 50.0us for metadata lock EXCLUSIVE on TABLE shop.t2: ALTER TABLE t2 "
+        "FORCE",
+        "possibly blocking thread 17, transaction open 3.0us: DELETE FROM u",
+        "  -> thread 15 waits 2.0us for an InnoDB row lock (possible blocker)",
+        "no blocker known: thread 16 waits 7.0us for metadata lock SHARED_WRITE on TABLE shop.t3 "
+        "(Waiting for table metadata lock)"};
+    EXPECT_EQ(lock_lines(s, 200), want);
+    EXPECT_EQ(lock_waiters(s), 5u);
+    // A cycle (a deadlock until it is broken): 10 and 11 wait for each other.
+    w.clear();
+    w.push_back({10, 11, "row", "", "", "", 1000, "UPDATE a", 2000, false, ""});
+    w.push_back({11, 10, "row", "", "", "", 1000, "UPDATE b", 2000, false, ""});
+    const std::vector<std::string> cycle = {"lock waits of mysql-3307 (pid 7): 2 waiting",
+                                            "blocking thread 10, transaction open 2.0us: UPDATE b",
+                                            "  -> thread 11 waits 1.0us for an InnoDB row lock",
+                                            "    -> thread 10 waits 1.0us for an InnoDB row lock",
+                                            "      (a cycle: a deadlock)"};
+    EXPECT_EQ(lock_lines(s, 200), cycle);
 }
 
 }  // namespace

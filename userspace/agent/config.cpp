@@ -23,8 +23,9 @@ namespace {
 constexpr const char *kGlobalKeys[] = {"output_dir",     "rescan_ms",      "socket_prefix",
                                        "metrics_listen", "control_socket", "max_classes"};
 // [agent] (every server's default) or [server ...] (those it matches).
-constexpr const char *kServerKeys[] = {"enabled",     "formats",  "stages",  "rotate_size",
-                                       "rotate_keep", "ring_kib", "max_sql", "show_secrets"};
+constexpr const char *kServerKeys[] = {"enabled",     "formats",      "stages",
+                                       "rotate_size", "rotate_keep",  "ring_kib",
+                                       "max_sql",     "show_secrets", "locks"};
 constexpr const char *kLabels[] = {"port", "socket", "unit", "flavour", "container"};
 
 template <size_t N>
@@ -105,12 +106,12 @@ const char *yes_no(bool b) {
 // Sets a server key; "" or why the value is refused.
 std::string set_server_key(ServerSettings &s, const std::string &key, const std::string &value) {
     auto &o = s.opts;
-    if (key == "enabled" || key == "show_secrets") {
+    if (key == "enabled" || key == "show_secrets" || key == "locks") {
         auto b = boolean(value);
         if (!b) {
             return "'" + value + "' is not yes or no";
         }
-        (key == "enabled" ? s.enabled : o.show_secrets) = *b;
+        (key == "enabled" ? s.enabled : key == "locks" ? o.locks : o.show_secrets) = *b;
     } else if (key == "formats") {
         bool json = false, slowlog = false;
         std::istringstream in(value);
@@ -463,7 +464,8 @@ std::vector<std::pair<std::string, std::string>> server_values(const ServerSetti
             {"rotate_keep", std::to_string(o.rotation.keep)},
             {"ring_kib", std::to_string(o.ring_bytes_per_cpu >> 10)},
             {"max_sql", std::to_string(o.max_sql)},
-            {"show_secrets", yes_no(o.show_secrets)}};
+            {"show_secrets", yes_no(o.show_secrets)},
+            {"locks", yes_no(o.locks)}};
 }
 
 }  // namespace

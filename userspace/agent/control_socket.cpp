@@ -63,6 +63,8 @@ top::ServerSnapshot snapshot_of(const TracedServer &server) {
     s.dropped = server.ring_stats().dropped;
     s.undecodable = server.tracer().undecodable();
     s.classes = top::snapshot_classes(server.stats());
+    s.locks = server.locks();
+    s.lock_waits = server.live_lock_waits(bpf::monotonic_ns());
     return s;
 }
 

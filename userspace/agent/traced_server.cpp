@@ -6,8 +6,10 @@
 #include <cctype>
 #include <cerrno>
 
+#include "bpf/ring_set.h"
 #include "doctor/trace_plan.h"
 #include "server/hooks.h"
+#include "sql/redact.h"
 #include "trace/trace_loop.h"
 
 namespace mysqltrace::agent {
@@ -107,6 +109,7 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
     std::unique_ptr<TracedServer> s(new TracedServer());
     s->labels_ = std::move(labels);
     s->target_ = std::make_unique<server::ServerTarget>(std::move(target));
+    s->show_secrets_ = opts.show_secrets;
     const pid_t pid = s->labels_.process.id.pid;
     if (opts.json || opts.slowlog) {
         s->dir_ = opts.output_dir + "/" + server_dir_name(s->labels_);
@@ -152,12 +155,27 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
     // values, as the server's own slow log does.
     to.accounts = true;
     to.prepared_text = opts.json;
+    if (opts.locks) {
+        s->locks_ = std::make_unique<server::LockTracker>(
+            s->target_->profile == server::ServerProfile::mysql8, [self](uint64_t addr) {
+                return self->tracer_ ? self->tracer_->stage_name_at(addr) : std::string();
+            });
+        to.locks = true;
+        to.lock_records = [self](std::span<const uint8_t> rec) { self->locks_->on_record(rec); };
+    }
     auto tracer = server::StatementTracer::attach(
         *s->target_, to, [self](const server::Statement &st) { self->on_statement(st); });
     if (!tracer) {
         return tracer.error();
     }
     s->tracer_ = std::move(tracer).value();
+    if (s->locks_) {
+        const auto &k = s->tracer_->lock_layout();
+        s->locks_->set_row_blockers(k.row_blockers);
+        if (!k.missing.empty()) {
+            notes.push_back("locks on this build: " + k.missing);
+        }
+    }
     return s;
 }
 
@@ -173,6 +191,12 @@ Result<int> TracedServer::poll() {
 
 void TracedServer::on_statement(const server::Statement &st) {
     statements_++;
+    if (locks_) {
+        // Only what waits now is asked for: ended waits are dropped.
+        locks_->on_statement(st);
+        locks_->take_waits();
+        locks_->take_incidents();
+    }
     failed_ += st.failed() ? 1 : 0;
     stats_->add(st, tracer_->accounts().of(st.thread_id).user);
     if (json_) {
@@ -191,8 +215,41 @@ size_t TracedServer::outputs_failed() const {
     return n;
 }
 
+std::vector<top::LockWaitRow> TracedServer::live_lock_waits(uint64_t now_ns) const {
+    std::vector<top::LockWaitRow> out;
+    if (!locks_) {
+        return out;
+    }
+    for (const auto &w : locks_->live()) {
+        top::LockWaitRow r;
+        r.waiting_pid = w.waiter;
+        r.blocking_pid = w.blocker.thread_id;
+        r.lock_kind = w.kind == server::LockKind::metadata ? "metadata" : "row";
+        r.locked_object = w.object;
+        r.lock_type = w.lock_type;
+        r.wait_stage = w.stage;
+        r.wait_ns = now_ns > w.start_ns ? now_ns - w.start_ns : 0;
+        r.blocking_query = w.blocker.sql;
+        r.blocking_trx_age_ns = w.blocker.trx_start_ns != 0 && now_ns > w.blocker.trx_start_ns
+                                    ? now_ns - w.blocker.trx_start_ns
+                                    : 0;
+        r.possible = w.possible;
+        r.waiting_query = show_secrets_ ? w.waiter_sql : sql::redact_sql(w.waiter_sql);
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 void TracedServer::tick() {
     tracer_->refresh_clock();
+    if (locks_) {
+        // Connections idle for 10 minutes with no transaction open.
+        constexpr uint64_t kIdleNs = 600'000'000'000;
+        const uint64_t now = bpf::monotonic_ns();
+        if (now > kIdleNs) {
+            locks_->prune(now - kIdleNs);
+        }
+    }
     for (auto *f : {json_.get(), slowlog_.get()}) {
         if (f != nullptr) {
             f->flush();

@@ -14,8 +14,10 @@
 #include "output/server_render.h"
 #include "output/slowlog.h"
 #include "output/statement_stats.h"
+#include "server/locks.h"
 #include "server/server_target.h"
 #include "server/statement_tracer.h"
+#include "top/snapshot.h"
 #include "util/result.h"
 
 namespace mysqltrace::agent {
@@ -59,6 +61,8 @@ struct TracedServerOptions {
     // Statement classes with totals of their own (stats()); later ones
     // are summed as "other".
     size_t max_classes = 500;
+    // Lock waits (server --locks' probes), for live_lock_waits().
+    bool locks = false;
     bool operator==(const TracedServerOptions &) const = default;
 };
 
@@ -84,6 +88,11 @@ class TracedServer {
     const server::StatementTracer &tracer() const { return *tracer_; }
     // Its rings' counters (drops, records); one BPF map read.
     bpf::RingStats ring_stats() const { return tracer_->rings().stats(); }
+    // Lock waits are traced (TracedServerOptions::locks).
+    bool locks() const { return locks_ != nullptr; }
+    // The lock waits open now, each with its blockers; `now_ns` on
+    // CLOCK_MONOTONIC makes the ages.
+    std::vector<top::LockWaitRow> live_lock_waits(uint64_t now_ns) const;
     // Its files that stopped after a write error (0, 1 or 2).
     size_t outputs_failed() const;
     // Drains the rings without waiting.
@@ -105,8 +114,10 @@ class TracedServer {
     std::unique_ptr<output::ServerRenderer> render_;
     output::SlowlogRenderer slow_;
     std::unique_ptr<output::StatementStats> stats_;
+    std::unique_ptr<server::LockTracker> locks_;
     std::unique_ptr<server::StatementTracer> tracer_;
     uint64_t statements_ = 0, failed_ = 0;
+    bool show_secrets_ = false;
 };
 
 }  // namespace mysqltrace::agent

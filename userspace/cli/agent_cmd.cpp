@@ -28,6 +28,7 @@ struct AgentArgs {
     unsigned rotate_keep = 0;
     uint32_t max_sql = 0;
     bool show_secrets = false;
+    bool locks = false;
     std::string socket_prefix;
     std::string control_socket = agent::kDefaultControlSocket;
     std::string metrics_listen;
@@ -192,6 +193,10 @@ void register_agent(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     given(cmd->add_flag("--show-secrets", a->show_secrets,
                         "Do not redact passwords and keys in statement texts"),
           "show_secrets", [a] { return std::string(a->show_secrets ? "yes" : "no"); });
+    given(cmd->add_flag("--locks", a->locks,
+                        "Trace every server's lock waits too (server --locks' probes, on paths "
+                        "only a waiting thread takes), for `mysqltrace top`'s blocking tree"),
+          "locks", [a] { return std::string(a->locks ? "yes" : "no"); });
     cmd->callback([&run, &global, a, keys] {
         for (const auto &[opt, key, value] : *keys) {
             if (opt->count() > 0) {

@@ -19,6 +19,7 @@ struct TopArgs {
     double interval = 1;
     double duration = 0;
     bool batch = false;
+    bool locks = false;
     std::string sort = "time";
     std::string db, user;
 };
@@ -31,7 +32,13 @@ int run_top(const TopArgs &a) {
     }
     // A Ctrl-C while attaching still detaches cleanly.
     trace::block_stop_signals();
-    auto source = a.pid > 0 ? top::attach_source(a.pid) : top::agent_source(a.control_socket);
+    if (a.locks && a.pid == 0) {
+        std::cerr << "mysqltrace: top --locks is for --pid; the agent traces lock waits with "
+                     "`locks = yes` in its configuration\n";
+        return kExitUsage;
+    }
+    auto source =
+        a.pid > 0 ? top::attach_source(a.pid, a.locks) : top::agent_source(a.control_socket);
     if (!source) {
         std::cerr << "mysqltrace: " << source.error().message << "\n";
         return kExitFailure;
@@ -70,7 +77,8 @@ void register_top(CLI::App &app, const GlobalOptions &, RunFn &run) {
         "top",
         "A live view of the statement classes (schema, user, digest) that take the servers' "
         "time: calls/s, share of the time, mean and p99 latency, rows examined per row sent, "
-        "errors; a class's stages and last statements on Enter. Reads every server the local "
+        "errors; a class's stages and last statements on Enter; on l, who waits for a lock and who "
+        "blocks it. Reads every server the local "
         "`mysqltrace agent` traces from its control socket, or with --pid traces one server "
         "itself.");
     auto a = std::make_shared<TopArgs>();
@@ -88,6 +96,9 @@ void register_top(CLI::App &app, const GlobalOptions &, RunFn &run) {
     cmd->add_flag("-b,--batch", a->batch,
                   "No screen: print the header and the whole table as text every interval, as "
                   "top -b does (width: $COLUMNS, else 200)");
+    cmd->add_flag("--locks", a->locks,
+                  "With --pid: trace lock waits too (server --locks' probes, on paths only a "
+                  "waiting thread takes), for the blocking tree (l; --batch prints it)");
     cmd->add_option("--sort", a->sort, "The column sorted on at the start")
         ->check(CLI::IsMember({"time", "calls", "mean", "p99", "errors", "rows"}))
         ->capture_default_str();

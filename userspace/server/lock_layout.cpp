@@ -36,6 +36,9 @@ constexpr const char *kReportLockWait = "_Z20thd_report_lock_waitP3THDS0_b";
 // MariaDB: called once a row lock wait ended, with the THD and the wait.
 constexpr const char *kStorageLockWait = "thd_storage_lock_wait";
 constexpr const char *kWaitBegin = "thd_wait_begin";
+// MariaDB: InnoDB's wait-for edges, reported only when thd_need_wait_reports()
+// holds (the binary log open, or a parallel replication worker).
+constexpr const char *kRplDeadlockCheck = "thd_rpl_deadlock_check";
 
 // MDL_context::m_owner: acquire_lock passes it to m_wait.timed_wait(owner,
 // ...) as `mov disp(%ctx), %rsi` with %rdi = %ctx (or lea off(%ctx)). Every
@@ -392,7 +395,12 @@ LockLayout learn_lock_layout(const elf::ElfFile &file) {
             std::vector<std::string> lacking;
             add_entry(file, l, kReportLockWait, LockRole::row_edge, &lacking);
             l.row_blockers = lacking.empty();
-            if (!l.row_blockers && !l.row_wakers) {
+            if (!l.row_blockers) {
+                std::vector<std::string> rpl;
+                add_entry(file, l, kRplDeadlockCheck, LockRole::row_edge, &rpl);
+                l.row_rpl_edges = rpl.empty();
+            }
+            if (!l.row_blockers && !l.row_wakers && !l.row_rpl_edges) {
                 missing +=
                     "row lock blockers: InnoDB does not report its wait-for edges "
                     "(no thd_report_lock_wait(THD*, THD*, bool)); ";

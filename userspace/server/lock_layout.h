@@ -62,6 +62,10 @@ struct LockLayout {
     // (MariaDB: the begin of the wait is known, and sched_waking says who
     // woke it).
     bool row_wakers = false;
+    // ... or with the transactions they wait for, while the binary log is
+    // open (MariaDB's thd_rpl_deadlock_check(waiter, blocker), called by
+    // InnoDB's lock_wait_rpl_report when thd_need_wait_reports() holds).
+    bool row_rpl_edges = false;
     // InnoDB's wait, when only its end is seen with its length
     // (LockRole::row_waited): the length's unit, in ns.
     uint64_t row_waited_unit_ns = 1000;

@@ -93,6 +93,22 @@ bool takes_row_locks(const std::string &sql) {
            all.find("LOCK IN SHARE MODE") != std::string::npos;
 }
 
+// Statements that commit the open transaction before they run (DDL, account
+// management, table maintenance, LOCK/UNLOCK TABLES), from the first 17
+// bytes upper-cased; a temporary table's CREATE or DROP does not.
+bool commits_implicitly(const std::string &head) {
+    if (head.starts_with("CREATE TEMPORARY") || head.starts_with("DROP TEMPORARY")) {
+        return false;
+    }
+    for (const char *k : {"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE",
+                          "LOCK TABLE", "UNLOCK TABLE", "ANALYZE", "OPTIMIZE", "REPAIR"}) {
+        if (head.starts_with(k)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 }  // namespace
 
 bool decode_lock_wait(std::span<const uint8_t> rec, LockWait *out) {
@@ -119,6 +135,11 @@ bool decode_lock_wait(std::span<const uint8_t> rec, LockWait *out) {
     out->searched = (ev.flags & MT_LOCK_SEARCHED) != 0;
     out->granter_tid = ev.granter_tid;
     out->waker_seen = (ev.flags & MT_LOCK_WAKER_SEEN) != 0;
+    out->open = (ev.flags & MT_LOCK_OPEN) != 0;
+    if (ev.query_len <= MT_MAX_LOCK_QUERY) {
+        out->query.assign(ev.query, ev.query_len);
+        out->query_cut = ev.query_len + 1u >= MT_MAX_LOCK_QUERY;
+    }
     out->key.assign(ev.key, ev.key + ev.key_len);
     return true;
 }
@@ -186,7 +207,13 @@ void LockTracker::on_record(std::span<const uint8_t> rec) {
     LockWait w;
     LockEdge e;
     if (decode_lock_wait(rec, &w)) {
-        pending_.push_back(std::move(w));
+        // A thread waits for one lock at a time: its end closes its open wait.
+        std::erase_if(open_, [&](const LockWait &o) { return o.tid == w.tid && o.kind == w.kind; });
+        if (w.open) {
+            open_.push_back(std::move(w));
+        } else {
+            pending_.push_back(std::move(w));
+        }
     } else if (decode_lock_edge(rec, &e)) {
         edges_[e.thread_id].push_back(e);
     } else {
@@ -263,7 +290,7 @@ LockWaitReport LockTracker::report(const LockWait &w, const Statement *waiter, u
             }
             v.erase(v.begin(), cut);
         }
-        r.blockers_known = row_blockers_;
+        r.blockers_known = row_blockers_ || !ids.empty();
         // InnoDB's lock object is not read: the table is the statement's,
         // when it names only one.
         sql::TableName table;
@@ -346,6 +373,9 @@ std::vector<Blocker> LockTracker::possible_blockers(const LockWait &w,
 }
 
 void LockTracker::on_statement(const Statement &st) {
+    // Its waits ended (a record lost on the way leaves none open).
+    std::erase_if(open_,
+                  [&](const LockWait &o) { return o.tid == st.tid && o.start_ns <= st.end_ns; });
     // Its waits, oldest first; the last one of a statement that failed with
     // a timeout or a deadlock ended that way.
     std::vector<LockWait> mine;
@@ -380,13 +410,13 @@ void LockTracker::on_statement(const Statement &st) {
     } else if ((head.starts_with("COMMIT") || head.starts_with("ROLLBACK")) &&
                upper_start(st.text, 64).find(" TO ") == std::string::npos) {
         trx = 0;
-    } else if (st.error == kLockDeadlock) {
-        trx = 0;  // the victim's transaction is rolled back
+    } else if (st.error == kLockDeadlock || commits_implicitly(head)) {
+        trx = 0;  // the victim's transaction is rolled back; DDL commits
     }
     if (h.size() == kHistory) {
         h.erase(h.begin());
     }
-    h.push_back({st.start_ns, st.text, trx, st.db});
+    h.push_back({st.start_ns, st.text, trx, st.db, st.error});
 }
 
 std::vector<LockWaitReport> LockTracker::take_waits(bool all) {
@@ -403,6 +433,166 @@ std::vector<LockWaitReport> LockTracker::take_waits(bool all) {
 
 std::vector<LockIncident> LockTracker::take_incidents() {
     return std::exchange(incidents_, {});
+}
+
+std::vector<uint64_t> LockTracker::fast_path_holders(const LockWait &w, const std::string &schema,
+                                                     const std::string &name) const {
+    // What the request conflicts with among the locks a statement keeps to
+    // its transaction's end: any (SHARED_READ, SHARED_WRITE) for EXCLUSIVE
+    // and SHARED_NO_READ_WRITE; SHARED_WRITE (a write, a locking read) for
+    // SHARED_NO_WRITE and SHARED_READ_ONLY; nothing else is a fast-path lock.
+    const std::string type = mdl_lock_type(w.lock_type, mysql8_);
+    const bool all = type == "EXCLUSIVE" || type == "SHARED_NO_READ_WRITE";
+    const bool writes = type == "SHARED_NO_WRITE" || type == "SHARED_READ_ONLY";
+    std::vector<uint64_t> out;
+    if (!all && !writes) {
+        return out;
+    }
+    const sql::TableName table{schema, name};
+    for (const auto &[id, history] : conns_) {
+        if (id == w.thread_id || history.empty()) {
+            continue;
+        }
+        const uint64_t trx = history.back().trx_start_ns;
+        if (trx == 0 || trx > w.start_ns) {
+            continue;
+        }
+        for (const auto &st : history) {
+            // A statement that failed may not have opened the table.
+            if (st.start_ns < trx || st.start_ns > w.start_ns || st.trx_start_ns != trx ||
+                st.error != 0 || (writes && !takes_row_locks(st.sql))) {
+                continue;
+            }
+            bool names = false;
+            for (auto t : sql::statement_tables(st.sql)) {
+                if (t.schema.empty()) {
+                    t.schema = st.db;
+                }
+                names = names || t == table;
+            }
+            if (names) {
+                out.push_back(id);
+                break;
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<Blocker> LockTracker::row_lockers(const LockWait &w) const {
+    std::vector<Blocker> out;
+    for (const auto &[id, history] : conns_) {
+        if (id == w.thread_id || history.empty()) {
+            continue;
+        }
+        const uint64_t trx = history.back().trx_start_ns;
+        if (trx == 0 || trx > w.start_ns) {
+            continue;
+        }
+        for (auto st = history.rbegin(); st != history.rend(); ++st) {
+            if (st->trx_start_ns == trx && st->start_ns >= trx && st->start_ns <= w.start_ns &&
+                takes_row_locks(st->sql)) {
+                out.push_back({id, st->sql, trx});
+                break;
+            }
+        }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const Blocker &a, const Blocker &b) { return a.thread_id < b.thread_id; });
+    return out;
+}
+
+std::vector<LiveLockWait> LockTracker::live() const {
+    std::vector<const LockWait *> waits;
+    for (const auto &w : open_) {
+        waits.push_back(&w);
+    }
+    std::sort(waits.begin(), waits.end(), [](const LockWait *a, const LockWait *b) {
+        return std::tie(a->start_ns, a->thread_id) < std::tie(b->start_ns, b->thread_id);
+    });
+    std::vector<LiveLockWait> out;
+    for (const LockWait *w : waits) {
+        LiveLockWait base;
+        base.waiter = w->thread_id;
+        base.kind = w->kind;
+        base.start_ns = w->start_ns;
+        base.waiter_sql = w->query;
+        std::vector<uint64_t> ids = w->blockers;
+        std::vector<Blocker> possible;
+        if (w->kind == LockKind::metadata) {
+            int ns = -1;
+            std::string schema, name;
+            if (parse_mdl_key(w->key, &ns, &schema, &name)) {
+                base.object = mdl_object_type(ns, mysql8_) + " " + schema + "." + name;
+                if (mysql8_ && base.object.starts_with("TABLE ")) {
+                    for (uint64_t id : fast_path_holders(*w, schema, name)) {
+                        if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
+                            ids.push_back(id);
+                        }
+                    }
+                }
+            }
+            base.lock_type = mdl_lock_type(w->lock_type, mysql8_);
+            if (w->stage != 0 && stage_name_) {
+                base.stage = stage_name_(w->stage);
+            }
+        } else if (auto it = edges_.find(w->thread_id);
+                   row_blockers_ || (it != edges_.end() && !it->second.empty())) {
+            // MariaDB reports them only with the binary log open.
+            if (it != edges_.end()) {
+                // Those not yet taken by an ended wait's report: this
+                // wait's, reported when it was queued or since.
+                for (const auto &e : it->second) {
+                    if (std::find(ids.begin(), ids.end(), e.blocker) == ids.end()) {
+                        ids.push_back(e.blocker);
+                    }
+                }
+            }
+        } else {
+            possible = row_lockers(*w);
+        }
+        if (w->kind == LockKind::row) {
+            // The one table the waiting statement names, its schema the
+            // connection's last one seen.
+            auto c = conns_.find(w->thread_id);
+            const std::string db =
+                c != conns_.end() && !c->second.empty() ? c->second.back().db : "";
+            sql::TableName table;
+            if (sql::only_table(w->query, db, !w->query_cut, &table) && !table.schema.empty()) {
+                base.object = "TABLE " + table.schema + "." + table.name;
+            }
+        }
+        std::sort(ids.begin(), ids.end());
+        const size_t first = out.size();
+        for (uint64_t id : ids) {
+            if (id != 0 && id != w->thread_id) {
+                out.push_back(base);
+                out.back().blocker = blocker(id, UINT64_MAX);
+            }
+        }
+        for (const auto &b : possible) {
+            out.push_back(base);
+            out.back().blocker = b;
+            out.back().possible = true;
+        }
+        if (out.size() == first) {
+            out.push_back(base);
+        }
+    }
+    return out;
+}
+
+void LockTracker::prune(uint64_t before_ns) {
+    std::erase_if(conns_, [&](const auto &c) {
+        return c.second.empty() ||
+               (c.second.back().trx_start_ns == 0 && c.second.back().start_ns < before_ns);
+    });
+    std::erase_if(conn_of_tid_, [&](const auto &t) { return !conns_.contains(t.second); });
+    for (auto &[id, v] : edges_) {
+        std::erase_if(v, [&](const LockEdge &e) { return e.ts_ns < before_ns; });
+    }
+    std::erase_if(edges_, [](const auto &e) { return e.second.empty(); });
+    tree_.clear();
 }
 
 std::vector<BlockingEdge> LockTracker::tree() const {

@@ -35,6 +35,9 @@ struct LockWait {
     bool searched = false;     // the MDL blocker search ran
     uint32_t granter_tid = 0;  // the OS thread whose release granted it (0: none seen)
     bool waker_seen = false;   // InnoDB: granter_tid is who woke the waiter
+    bool open = false;         // MT_LOCK_OPEN: it began, its end is to come
+    std::string query;         // open: the start of the waiting statement's text
+    bool query_cut = false;    // ... not all of it
     std::vector<uint8_t> key;  // raw MDL_key
 };
 
@@ -109,6 +112,23 @@ struct BlockingEdge {
     uint64_t last_end_ns = 0;
 };
 
+// A wait open now, with one of its blockers (sys.innodb_lock_waits and
+// sys.schema_table_lock_waits: a row per waiter and blocker; blocker 0
+// when none is known).
+struct LiveLockWait {
+    uint64_t waiter = 0;
+    LockKind kind = LockKind::metadata;
+    uint64_t start_ns = 0;
+    std::string object;      // "TABLE lk.t2" ("": not known while it waits)
+    std::string lock_type;   // MDL: "EXCLUSIVE"
+    std::string stage;       // MDL: "Waiting for table metadata lock"
+    std::string waiter_sql;  // the start of the waiting statement's text ("": not read)
+    Blocker blocker;
+    // Not a certain holder (MariaDB's InnoDB waits): a connection whose
+    // open transaction took row locks before the wait began.
+    bool possible = false;
+};
+
 class LockTracker {
   public:
     // `stage_name` reads a stage name at a server address.
@@ -126,6 +146,17 @@ class LockTracker {
     // no one) first.
     std::vector<BlockingEdge> tree() const;
     uint64_t undecodable() const { return undecodable_; }
+    // The waits open now, oldest first, each with its blockers: MDL's
+    // deadlock search, plus on MySQL the connections whose transaction,
+    // open since before the wait, ran a statement naming the table when
+    // the lock requested conflicts with what that statement holds (its
+    // "fast path" locks are not in the search); InnoDB's reported edges
+    // (MySQL) or else the possible blockers.
+    std::vector<LiveLockWait> live() const;
+    // Forgets connections whose last statement began before `before_ns`
+    // with no transaction open, and the tree: a long-running tracer (the
+    // agent) that only asks live().
+    void prune(uint64_t before_ns);
     // The build reports InnoDB's wait-for edges (LockLayout::row_blockers).
     void set_row_blockers(bool known) { row_blockers_ = known; }
 
@@ -139,6 +170,10 @@ class LockTracker {
     bool mysql8_;
     std::function<std::string(uint64_t)> stage_name_;
     std::vector<LockWait> pending_;  // waiting for their statement's end
+    std::vector<LockWait> open_;     // begun, not ended
+    std::vector<uint64_t> fast_path_holders(const LockWait &w, const std::string &schema,
+                                            const std::string &name) const;
+    std::vector<Blocker> row_lockers(const LockWait &w) const;
     std::unordered_map<uint64_t, std::vector<LockEdge>> edges_;  // by waiter
     // The last statements of each connection, oldest first: a blocker's
     // statement is the one it ran when the wait began.
@@ -147,6 +182,7 @@ class LockTracker {
         std::string sql;
         uint64_t trx_start_ns = 0;  // its transaction's start after it (0: none known)
         std::string db;             // its CURRENT_SCHEMA
+        uint32_t error = 0;
     };
     std::unordered_map<uint64_t, std::vector<Seen>> conns_;
     bool row_blockers_ = false;

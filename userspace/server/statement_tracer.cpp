@@ -218,6 +218,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         ro->off_ticket_ctx = k.ticket_ctx;
         ro->row_waited_unit_ns = k.row_waited_unit_ns;
         ro->off_request_duration = k.request_duration;
+        ro->off_lock_query = target.layout.query_string;
     }
     ro->text_lo = target.text_lo;
     ro->text_hi = target.text_hi;

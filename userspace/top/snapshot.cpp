@@ -91,6 +91,20 @@ nlohmann::json to_json(const Snapshot &s) {
         for (const auto &c : sv.classes) {
             classes.push_back(class_json(c));
         }
+        nlohmann::json waits = nlohmann::json::array();
+        for (const auto &w : sv.lock_waits) {
+            waits.push_back({{"waiting_pid", w.waiting_pid},
+                             {"blocking_pid", w.blocking_pid},
+                             {"lock_kind", w.lock_kind},
+                             {"locked_object", w.locked_object},
+                             {"lock_type", w.lock_type},
+                             {"wait_stage", w.wait_stage},
+                             {"wait_ns", w.wait_ns},
+                             {"blocking_query", w.blocking_query},
+                             {"blocking_trx_age_ns", w.blocking_trx_age_ns},
+                             {"possible", w.possible},
+                             {"waiting_query", w.waiting_query}});
+        }
         servers.push_back({{"name", sv.name},
                            {"pid", sv.pid},
                            {"flavour", sv.flavour},
@@ -99,7 +113,9 @@ nlohmann::json to_json(const Snapshot &s) {
                            {"errors", sv.errors},
                            {"dropped", sv.dropped},
                            {"undecodable", sv.undecodable},
-                           {"classes", std::move(classes)}});
+                           {"classes", std::move(classes)},
+                           {"locks", sv.locks},
+                           {"lock_waits", std::move(waits)}});
     }
     return {{"now_ns", s.now_ns}, {"servers", std::move(servers)}};
 }
@@ -161,6 +177,23 @@ Result<Snapshot> parse_snapshot(const std::string &text) {
                     c.recent.push_back(std::move(r));
                 }
                 sv.classes.push_back(std::move(c));
+            }
+            // An agent older than lock waits sends neither.
+            sv.locks = js.value("locks", false);
+            for (const auto &jw : js.value("lock_waits", nlohmann::json::array())) {
+                LockWaitRow w;
+                w.waiting_pid = jw.at("waiting_pid").get<uint64_t>();
+                w.blocking_pid = jw.at("blocking_pid").get<uint64_t>();
+                w.lock_kind = jw.at("lock_kind").get<std::string>();
+                w.locked_object = jw.at("locked_object").get<std::string>();
+                w.lock_type = jw.at("lock_type").get<std::string>();
+                w.wait_stage = jw.at("wait_stage").get<std::string>();
+                w.wait_ns = jw.at("wait_ns").get<uint64_t>();
+                w.blocking_query = jw.at("blocking_query").get<std::string>();
+                w.blocking_trx_age_ns = jw.at("blocking_trx_age_ns").get<uint64_t>();
+                w.possible = jw.at("possible").get<bool>();
+                w.waiting_query = jw.at("waiting_query").get<std::string>();
+                sv.lock_waits.push_back(std::move(w));
             }
             s.servers.push_back(std::move(sv));
         }

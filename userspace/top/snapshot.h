@@ -34,6 +34,25 @@ struct ClassSnapshot {
     std::vector<output::RecentStatement> recent;
 };
 
+// A lock wait open when the snapshot was taken, with one of its blockers,
+// as sys.innodb_lock_waits and sys.schema_table_lock_waits present them (a
+// row per waiter and blocker).
+struct LockWaitRow {
+    uint64_t waiting_pid = 0;          // the waiter's connection id
+    uint64_t blocking_pid = 0;         // 0: no blocker known
+    std::string lock_kind;             // "metadata" or "row"
+    std::string locked_object;         // "TABLE lk.t2" ("" not known)
+    std::string lock_type;             // metadata: "EXCLUSIVE"
+    std::string wait_stage;            // metadata: "Waiting for table metadata lock"
+    uint64_t wait_ns = 0;              // how long it has waited
+    std::string blocking_query;        // the blocker's current or last statement seen
+    uint64_t blocking_trx_age_ns = 0;  // since its BEGIN (0: not known)
+    // Not a certain holder (server/locks.h, LiveLockWait::possible).
+    bool possible = false;
+    // The start of the waiting statement's text (redacted; "": not read).
+    std::string waiting_query;
+};
+
 struct ServerSnapshot {
     std::string name;  // agent::server_dir_name: mariadb-3306
     int pid = 0;
@@ -42,6 +61,8 @@ struct ServerSnapshot {
     // Tracer health: ring records lost, records that could not be decoded.
     uint64_t dropped = 0, undecodable = 0;
     std::vector<ClassSnapshot> classes;
+    bool locks = false;                   // its lock waits are traced
+    std::vector<LockWaitRow> lock_waits;  // oldest wait first
 };
 
 struct Snapshot {

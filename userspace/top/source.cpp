@@ -89,7 +89,7 @@ Result<std::unique_ptr<Source>> agent_source(const std::string &path) {
     return std::unique_ptr<Source>(new AgentSource(path));
 }
 
-Result<std::unique_ptr<Source>> attach_source(pid_t pid) {
+Result<std::unique_ptr<Source>> attach_source(pid_t pid, bool locks) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
     std::string line;
     std::optional<uint64_t> ticks;
@@ -110,6 +110,7 @@ Result<std::unique_ptr<Source>> attach_source(pid_t pid) {
     agent::TracedServerOptions opts;
     opts.json = false;
     opts.slowlog = false;
+    opts.locks = locks;
     std::vector<std::string> notes;
     auto traced = agent::TracedServer::start(std::move(resolved->labels),
                                              std::move(resolved->target), opts, notes);

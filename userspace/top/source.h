@@ -32,7 +32,8 @@ class Source {
 // missing agent is this call's error.
 Result<std::unique_ptr<Source>> agent_source(const std::string &path);
 
-// A statement tracer of our own on server `pid`, writing no file.
-Result<std::unique_ptr<Source>> attach_source(pid_t pid);
+// A statement tracer of our own on server `pid`, writing no file; with
+// `locks`, its lock waits too (server --locks' probes).
+Result<std::unique_ptr<Source>> attach_source(pid_t pid, bool locks = false);
 
 }  // namespace mysqltrace::top

@@ -13,6 +13,7 @@
 
 #include "bpf/handles.h"
 #include "bpf/ring_set.h"
+#include "top/lock_view.h"
 
 namespace mysqltrace::top {
 
@@ -33,6 +34,7 @@ constexpr const char *kHelp[] = {
     "  space       pause / resume the refresh",
     "  up, down, page up, page down, home, end   select a class",
     "  Enter       the selected class: its top stages and recent statements",
+    "  l   the blocking tree: who waits for a lock now, and who holds it (l again: back)",
     "  Esc, Enter, left   back to the list",
     "  ?   this help (any key returns)",
     "  q   quit (Ctrl-C too)",
@@ -141,7 +143,7 @@ class Screen {
     std::vector<Row> rows_;
     std::string selected_key_;
     size_t selected_ = 0, top_ = 0;
-    bool paused_ = false, detail_ = false, help_ = false;
+    bool paused_ = false, detail_ = false, help_ = false, locks_ = false;
     char prompting_ = 0;  // 'd', 'u', '/': the filter being typed
     std::string input_, status_;
 };
@@ -259,6 +261,11 @@ bool Screen::key(int ch) {
             selected_ = SIZE_MAX / 2;
             selected_key_.clear();
             break;
+        case 'l':
+        case 'L':
+            locks_ = !locks_;
+            detail_ = false;
+            break;
         case '\n':
         case '\r':
         case KEY_ENTER:
@@ -288,11 +295,25 @@ void Screen::draw() {
         status = "paused (space resumes)" + (status.empty() ? "" : "; " + status);
     } else if (status.empty()) {
         status = model_.has_rates() ? "? for help" : "rates after the first interval; ? for help";
+        if (const size_t n = lock_waiters(model_.current()); n > 0 && !locks_) {
+            status = std::to_string(n) + (n == 1 ? " connection waits" : " connections wait") +
+                     " for a lock: l shows who blocks them; " + status;
+        }
     }
     line(y++, status, paused_ || !status_.empty() ? A_BOLD : A_NORMAL);
     if (help_) {
         for (const char *const *h = kHelp; *h != nullptr && y < LINES; h++) {
             line(y++, *h);
+        }
+        refresh();
+        return;
+    }
+    if (locks_) {
+        for (const auto &l : lock_lines(model_.current(), width)) {
+            if (y >= LINES) {
+                break;
+            }
+            line(y++, l);
         }
         refresh();
         return;
@@ -414,6 +435,11 @@ Result<void> run_batch(Source &source, Model &model, const TopOptions &opts, std
         text += table_title(server, opts.batch_width) + "\n";
         for (const auto &r : model.rows()) {
             text += table_line(r, server, opts.batch_width) + "\n";
+        }
+        if (std::ranges::any_of(model.current().servers, &ServerSnapshot::locks)) {
+            for (const auto &l : lock_lines(model.current(), opts.batch_width)) {
+                text += l + "\n";
+            }
         }
         out << text << "\n" << std::flush;
     }

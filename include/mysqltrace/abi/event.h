@@ -26,7 +26,7 @@ enum mt_event_type {
     MT_EV_CALL = 7,             // `calls`: a function entry/return, annotation or thread exit
     MT_EV_SERVER_ACCOUNT = 8,   // a server connection's account (struct mt_server_account_event)
     MT_EV_SERVER_TABLE_IO = 9,  // a handler row operation returned (mt_server_table_io_event)
-    MT_EV_SERVER_LOCK_WAIT = 10,  // a lock wait ended (struct mt_server_lock_wait_event)
+    MT_EV_SERVER_LOCK_WAIT = 10,  // a lock wait began or ended (mt_server_lock_wait_event)
     MT_EV_SERVER_LOCK_EDGE = 11,  // InnoDB: a wait-for edge (struct mt_server_lock_edge_event)
     MT_EV_SERVER_THREAD = 12,     // a connection logged in or ended (mt_server_thread_event)
     MT_EV_SERVER_TXN = 13,        // a transaction began or ended (mt_server_txn_event)
@@ -334,12 +334,18 @@ enum mt_lock_flags {
     // InnoDB: the wait's begin was seen, and who woke the waiter watched:
     // granter_tid is the first thread of the server that woke it (0: none).
     MT_LOCK_WAKER_SEEN = 2,
+    // The wait began and is still open (status 0, ts_ns = start_ns): what
+    // is known of it then (MDL: the object, type and blockers the search
+    // found; InnoDB: the waiter). Its end comes as a record of its own.
+    MT_LOCK_OPEN = 4,
 };
 
 #define MT_MAX_LOCK_BLOCKERS 8
 // Bytes of MDL_key copied: its lengths, then namespace, schema and name,
 // NUL-separated (64 + 64 characters of 3 bytes, plus headers).
 #define MT_MAX_MDL_KEY 416
+// Bytes of the waiting statement's text an open wait's record carries.
+#define MT_MAX_LOCK_QUERY 256
 
 struct mt_server_lock_wait_event {
     struct mt_event_header hdr;  // ts_ns: when the wait ended
@@ -361,6 +367,11 @@ struct mt_server_lock_wait_event {
     __s32 lock_duration;  // MDL: enum_mdl_duration requested (-1: unknown)
     __u32 _pad0;
     __u8 key[MT_MAX_MDL_KEY];
+    // MT_LOCK_OPEN: the start of the waiting statement's text (the THD's
+    // query string when the wait began); query_len bytes of it, 0: none.
+    __u16 query_len;
+    __u16 _pad1[3];
+    char query[MT_MAX_LOCK_QUERY];
 };
 
 // InnoDB reported a wait-for edge: `thread_id` waits for a lock that

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "output/otlp.h"
-#include "output/otlp_export.h"
+#include "cli/otlp_channel.h"
 #include "output/output_file.h"
 #include "output/server_render.h"
 #include "server/server_target.h"
@@ -26,8 +26,11 @@ class OtlpSink {
                                                   output::OutputFile *file, const std::string &url,
                                                   size_t queue);
     // The statement's spans, into the batch; a full batch goes out.
+    // `client`: the client command's span this statement served (a trace
+    // of both sides), else null.
     void statement(const server::Statement &st, output::ServerRenderer &render,
-                   const std::vector<output::NamedWait> &waits);
+                   const std::vector<output::NamedWait> &waits,
+                   const output::TraceParent *client = nullptr);
     // The flush tick: a batch older than a second goes out.
     void tick();
     // The last batch out, the exporter stopped (waiting at most `grace` for
@@ -40,13 +43,11 @@ class OtlpSink {
     void flush_batch();
 
     output::OtlpSpans spans_;
-    output::OutputFile *file_ = nullptr;
-    std::unique_ptr<output::OtlpExporter> exporter_;
+    std::unique_ptr<OtlpChannel> channel_;
     std::string request_;
     std::vector<output::OtlpStage> stages_;
     std::vector<output::OtlpSampledStage> sampled_;
     std::chrono::steady_clock::time_point batch_started_;
-    uint64_t spans_total_ = 0;
 };
 
 }  // namespace mysqltrace::cli

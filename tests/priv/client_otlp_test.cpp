@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// `mysqltrace run --otlp URL --format otlp` on a scripted C client of both
+// flavours, received by tests/testprogs/otlp_receiver.js (the official OTLP
+// protobuf classes, not mysqltrace's code): one CLIENT span per command with
+// the database semantic conventions' attributes, the statement redacted, a
+// sqlcommenter traceparent joining the application's trace; the
+// --format otlp file decodes to the same spans.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/mariadb_server.h"
+#include "priv/client_session.h"
+#include "priv/otlp_receiver.h"
+#include "priv/priv.h"
+#include "priv/server_session.h"
+
+namespace {
+
+using namespace mysqltrace::test;
+using nlohmann::json;
+
+const std::string kTraceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+const std::string kParentId = "00f067aa0ba902b7";
+
+class ClientOtlp : public ServerTraceTest {};
+
+std::vector<json> sorted_by_start(std::vector<json> v) {
+    std::stable_sort(v.begin(), v.end(), [](const json &a, const json &b) {
+        return std::stoull(a["start"].get<std::string>()) <
+               std::stoull(b["start"].get<std::string>());
+    });
+    return v;
+}
+
+TEST_P(ClientOtlp, RunExportsOneClientSpanPerCommand) {
+    create_table_t(*server_);
+    const std::string received = server_->root_dir() + "/received.jsonl";
+    const std::string file = server_->root_dir() + "/client.otlp.jsonl";
+    int port = 0;
+    auto receiver = start_receiver(received, &port);
+    ASSERT_GT(port, 0);
+    const std::string url = "http://127.0.0.1:" + std::to_string(port);
+    const std::string traced =
+        "select b from t where a = 1 /*traceparent='00-" + kTraceId + "-" + kParentId + "-01'*/";
+    const uint64_t before = unix_ns();
+    auto s = run_under_run(
+        {testprog("mt_client"), "--host", "127.0.0.1", "--port", std::to_string(server_->port()),
+         "--user", server_->user(), "--password", server_->password()},
+        {{"connect", "ok"},
+         {"initdb mt_db", "ok"},
+         {"query select a, b from t where a >= 2", "ok 1 2"},
+         {"query insert into t values (4, 'w')", "ok 0 0"},
+         {"query select nosuch from t", ""},
+         {"query " + traced, "ok 1 1"},
+         {"prepare select b from mt_db.t where a = ?", "ok"},
+         {"execute 2", "ok 1"},
+         {"close_stmt", "ok"},
+         {"query create user if not exists mt_x identified by 'secretpw'", "ok 0 0"},
+         {"quit", "ok"}},
+        {"--format", "otlp", "--otlp", url}, file);
+    const uint64_t after = unix_ns();
+    EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
+    ASSERT_EQ(s.answers.size(), 11u);
+    EXPECT_EQ(s.answers[4].rfind("error 1054 ", 0), 0u) << s.answers[4];
+    auto rr = receiver->stop(SIGTERM);
+    EXPECT_NE(s.tracer_stderr.find("mysqltrace: exporting spans to " + url +
+                                   "/v1/traces (OTLP/HTTP JSON)\n"),
+              std::string::npos)
+        << s.tracer_stderr;
+    EXPECT_NE(s.tracer_stderr.find(", 10 spans (OTLP " + url +
+                                   "/v1/traces: 10 sent, 0 dropped (queue full), 0 failed), "),
+              std::string::npos)
+        << s.tracer_stderr;
+
+    const auto spans = sorted_by_start(json_lines(read_file(received)));
+    for (const auto &sp : spans) {
+        ASSERT_FALSE(sp.contains("error")) << sp.dump();
+    }
+    auto decoded = run_command({"/usr/bin/env", "node", kOtlpReceiver, "--decode", file});
+    ASSERT_EQ(decoded.exit_code, 0) << decoded.err;
+    EXPECT_EQ(sorted_by_start(json_lines(decoded.out)), spans);
+
+    struct Want {
+        std::string name, operation, text, collection, result, rows, ns;
+    };
+    const std::string none = "(none)";
+    const std::vector<Want> want = {
+        {"COM_INIT_DB", "COM_INIT_DB", none, none, "OK", none, none},
+        {"SELECT t", "SELECT", "select a, b from t where a >= 2", "t", "ROWS", "2", "mt_db"},
+        {"INSERT t", "INSERT", "insert into t values (4, 'w')", "t", "OK", none, "mt_db"},
+        {"SELECT t", "SELECT", "select nosuch from t", "t", "ERR", none, "mt_db"},
+        {"SELECT t", "SELECT", traced, "t", "ROWS", "1", "mt_db"},
+        {"SELECT mt_db.t", "SELECT", "select b from mt_db.t where a = ?", "mt_db.t", "OK", none,
+         "mt_db"},
+        {"SELECT mt_db.t", "SELECT", "select b from mt_db.t where a = ?", "mt_db.t", "ROWS", "1",
+         "mt_db"},
+        {"COM_STMT_CLOSE", "COM_STMT_CLOSE", "select b from mt_db.t where a = ?", none, "NO_REPLY",
+         none, "mt_db"},
+        {"CREATE USER", "CREATE USER", "create user if not exists mt_x identified by '<redacted>'",
+         none, "OK", none, "mt_db"},
+        {"COM_QUIT", "COM_QUIT", none, none, "NO_REPLY", none, "mt_db"},
+    };
+    std::string names;
+    for (const auto &sp : spans) {
+        names += sp["name"].get<std::string>() + "; ";
+    }
+    ASSERT_EQ(spans.size(), want.size()) << names;
+    const std::string system = flavour_name(flavour());
+    const std::string conn_id = int_attr(spans[0], "mysqltrace.connection.id");
+    EXPECT_NE(conn_id, "(none)");
+    EXPECT_NE(conn_id, "0");
+    for (size_t i = 0; i < want.size(); i++) {
+        const auto &sp = spans[i];
+        SCOPED_TRACE(want[i].name + " #" + std::to_string(i));
+        EXPECT_EQ(sp["kind"], 3);
+        EXPECT_EQ(sp["name"], want[i].name);
+        EXPECT_EQ(sp["resource"]["service.name"], "mt_client");
+        EXPECT_EQ(sp["resource"]["process.executable.name"], "mt_client");
+        EXPECT_EQ(sp["scope"]["name"], "mysqltrace");
+        EXPECT_EQ(str_attr(sp, "db.system.name"), system);
+        EXPECT_EQ(str_attr(sp, "db.namespace"), want[i].ns);
+        EXPECT_EQ(str_attr(sp, "db.operation.name"), want[i].operation);
+        EXPECT_EQ(str_attr(sp, "db.query.summary"), want[i].name);
+        EXPECT_EQ(str_attr(sp, "db.query.text"), want[i].text);
+        EXPECT_EQ(str_attr(sp, "db.collection.name"), want[i].collection);
+        EXPECT_EQ(str_attr(sp, "mysqltrace.result"), want[i].result);
+        EXPECT_EQ(int_attr(sp, "db.response.returned_rows"), want[i].rows);
+        EXPECT_EQ(str_attr(sp, "server.address"), "127.0.0.1");
+        EXPECT_EQ(int_attr(sp, "server.port"), std::to_string(server_->port()));
+        EXPECT_EQ(str_attr(sp, "network.peer.address"), "127.0.0.1");
+        EXPECT_EQ(int_attr(sp, "network.peer.port"), std::to_string(server_->port()));
+        EXPECT_EQ(str_attr(sp, "network.transport"), "tcp");
+        EXPECT_EQ(int_attr(sp, "mysqltrace.connection.id"), conn_id);
+        EXPECT_EQ(sp["resource"]["process.pid"]["int"], int_attr(sp, "thread.id"));
+        const uint64_t start = std::stoull(sp["start"].get<std::string>());
+        const uint64_t end = std::stoull(sp["end"].get<std::string>());
+        EXPECT_LE(before, start);
+        EXPECT_LE(start, end);
+        EXPECT_LE(end, after);
+        if (i == 3) {
+            EXPECT_EQ(str_attr(sp, "db.response.status_code"), "1054");
+            EXPECT_EQ(str_attr(sp, "error.type"), "1054");
+            EXPECT_EQ(sp["status"]["code"], 2);
+            EXPECT_EQ(
+                sp["status"]["message"].get<std::string>().rfind("Unknown column 'nosuch'", 0), 0u)
+                << sp["status"];
+        } else {
+            EXPECT_EQ(str_attr(sp, "error.type"), none);
+            EXPECT_EQ(sp["status"], json::object());
+        }
+        if (i == 4) {
+            // The sqlcommenter traceparent: the application's trace.
+            EXPECT_EQ(sp["traceId"], kTraceId);
+            EXPECT_EQ(sp["parentSpanId"], kParentId);
+            EXPECT_EQ(sp["flags"], 0x301);
+        } else {
+            EXPECT_NE(sp["traceId"], kTraceId);
+            EXPECT_EQ(sp["parentSpanId"], "");
+            EXPECT_EQ(sp["flags"], 0x101);
+        }
+    }
+    // Each command is its own trace.
+    std::vector<std::string> traces;
+    for (const auto &sp : spans) {
+        traces.push_back(sp["traceId"]);
+    }
+    std::sort(traces.begin(), traces.end());
+    EXPECT_EQ(std::unique(traces.begin(), traces.end()), traces.end());
+}
+
+TEST_P(ClientOtlp, UsageErrorsSayWhatToDo) {
+    auto r = run_command({MYSQLTRACE_BINARY, "client", "--pid", "1", "--otlp", "localhost:4318"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err,
+              "mysqltrace: --otlp localhost:4318: give the collector's base URL, "
+              "http://HOST:PORT or https://HOST:PORT (4318 is OTLP/HTTP's port)\n");
+    r = run_command({MYSQLTRACE_BINARY, "run", "--format", "otlp", "--dump", "--", "true"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err,
+              "mysqltrace: --dump adds hex dumps to --format text and json; --format otlp has "
+              "no place for them\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Flavours, ClientOtlp, ::testing::ValuesIn(all_flavours()),
+                         flavour_param_name);
+
+}  // namespace

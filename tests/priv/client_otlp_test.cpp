@@ -6,6 +6,7 @@
 // sqlcommenter traceparent joining the application's trace; the
 // --format otlp file decodes to the same spans.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -172,6 +173,108 @@ TEST_P(ClientOtlp, RunExportsOneClientSpanPerCommand) {
     EXPECT_EQ(std::unique(traces.begin(), traces.end()), traces.end());
 }
 
+// One statement, one trace: `run --server-pid` traces the server's
+// statements in the same process and makes each the child of the client
+// command's span that it served.
+TEST_P(ClientOtlp, ServerPidMakesTheServerSpanAChildOfTheClientSpan) {
+    create_table_t(*server_);
+    const std::string received = server_->root_dir() + "/received.jsonl";
+    int port = 0;
+    auto receiver = start_receiver(received, &port);
+    ASSERT_GT(port, 0);
+    const std::string url = "http://127.0.0.1:" + std::to_string(port);
+    const std::string traced =
+        "select b from t where a = 1 /*traceparent='00-" + kTraceId + "-" + kParentId + "-01'*/";
+    auto s = run_under_run(
+        {testprog("mt_client"), "--host", "127.0.0.1", "--port", std::to_string(server_->port()),
+         "--user", server_->user(), "--password", server_->password(), "--multi"},
+        {{"connect", "ok"},
+         {"initdb mt_db", "ok"},
+         {"query select a, b from t where a >= 2", "ok 1 2"},
+         {"query insert into t values (4, 'w')", "ok 0 0"},
+         {"query select nosuch from t", ""},
+         {"query " + traced, "ok 1 1"},
+         {"query select 1; select 2", "ok 2 2"},
+         {"prepare select b from t where a = ?", "ok"},
+         {"execute 2", "ok 1"},
+         {"close_stmt", "ok"},
+         {"quit", "ok"}},
+        {"--otlp", url, "--server-pid", std::to_string(server_->pid()), "--format", "json"},
+        server_->root_dir() + "/trace.jsonl");
+    EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
+    auto rr = receiver->stop(SIGTERM);
+    EXPECT_NE(s.tracer_stderr.find("mysqltrace: with server pid " + std::to_string(server_->pid()) +
+                                   " ("),
+              std::string::npos)
+        << s.tracer_stderr;
+
+    const auto spans = sorted_by_start(json_lines(read_file(received)));
+    std::map<std::string, json> clients;
+    std::string conn_id;
+    for (const auto &sp : spans) {
+        ASSERT_FALSE(sp.contains("error")) << sp.dump();
+        if (sp["kind"] == 3) {
+            clients[sp["spanId"]] = sp;
+            conn_id = int_attr(sp, "mysqltrace.connection.id");
+        }
+    }
+    ASSERT_EQ(clients.size(), 10u);
+    // The server spans of the client's connection, each under its command.
+    std::vector<std::string> seen;
+    for (const auto &sp : spans) {
+        if (sp["kind"] != 2 || int_attr(sp, "mysqltrace.connection.id") != conn_id) {
+            continue;
+        }
+        const std::string text = str_attr(sp, "db.query.text");
+        SCOPED_TRACE(text);
+        ASSERT_TRUE(clients.count(sp["parentSpanId"])) << sp.dump();
+        const auto &parent = clients[sp["parentSpanId"]];
+        EXPECT_EQ(sp["traceId"], parent["traceId"]);
+        // A parent in this process: not remote.
+        EXPECT_EQ(sp["flags"], 0x101);
+        EXPECT_EQ(sp["resource"]["service.name"], flavour_name(flavour()));
+        EXPECT_EQ(sp["resource"]["process.pid"]["int"], std::to_string(server_->pid()));
+        EXPECT_LE(std::stoull(parent["start"].get<std::string>()),
+                  std::stoull(sp["start"].get<std::string>()));
+        seen.push_back(str_attr(parent, "mysqltrace.command") + " " +
+                       str_attr(parent, "db.query.text") + " > " + sp["name"].get<std::string>() +
+                       " " + text);
+    }
+    const bool mysql = flavour() == ServerFlavour::mysql;
+    std::vector<std::string> want = {
+        "COM_QUERY select a, b from t where a >= 2 > SELECT t select a, b from t where a >= 2",
+        "COM_QUERY insert into t values (4, 'w') > INSERT t insert into t values (4, 'w')",
+        "COM_QUERY select nosuch from t > SELECT t select nosuch from t",
+        "COM_QUERY " + traced + " > SELECT t " + traced,
+        "COM_QUERY select 1; select 2 > SELECT select 1",
+        "COM_QUERY select 1; select 2 > SELECT select 2",
+        "COM_STMT_EXECUTE select b from t where a = ? > SELECT t select b from t where a = ?",
+    };
+    if (mysql) {
+        // MySQL's log_slow_statement sees every command, MariaDB's only
+        // statements.
+        want.insert(want.begin(), "COM_INIT_DB (none) > COM_INIT_DB mt_db");
+        want.insert(want.end() - 1,
+                    "COM_STMT_PREPARE select b from t where a = ? > COM_STMT_PREPARE ");
+        want.push_back("COM_STMT_CLOSE select b from t where a = ? > COM_STMT_CLOSE (none)");
+        want.push_back("COM_QUIT (none) > COM_QUIT (none)");
+    }
+    EXPECT_EQ(seen, want);
+    // The sqlcommenter-carried trace: application span > client span >
+    // server span.
+    for (const auto &[id, c] : clients) {
+        if (str_attr(c, "db.query.text") == traced) {
+            EXPECT_EQ(c["traceId"], kTraceId);
+            EXPECT_EQ(c["parentSpanId"], kParentId);
+        }
+    }
+    const std::string n = std::to_string(want.size());
+    EXPECT_NE(s.tracer_stderr.find(", " + n + " server statements (" + n +
+                                   " joined to their client span), "),
+              std::string::npos)
+        << s.tracer_stderr;
+}
+
 TEST_P(ClientOtlp, UsageErrorsSayWhatToDo) {
     auto r = run_command({MYSQLTRACE_BINARY, "client", "--pid", "1", "--otlp", "localhost:4318"});
     EXPECT_EQ(r.exit_code, 2);
@@ -183,6 +286,11 @@ TEST_P(ClientOtlp, UsageErrorsSayWhatToDo) {
     EXPECT_EQ(r.err,
               "mysqltrace: --dump adds hex dumps to --format text and json; --format otlp has "
               "no place for them\n");
+    r = run_command({MYSQLTRACE_BINARY, "run", "--server-pid", "1", "--", "true"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err,
+              "mysqltrace: --server-pid joins the server's statement spans to the client spans: "
+              "use it with --otlp URL or --format otlp\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavours, ClientOtlp, ::testing::ValuesIn(all_flavours()),

@@ -34,6 +34,7 @@ class ClientOtlpSink {
     void tick();
     std::string finish(std::chrono::milliseconds grace);
     const std::string &endpoint() const { return channel_->endpoint(); }
+    const std::shared_ptr<OtlpChannel> &channel() const { return channel_; }
 
     // Each span written, with the command it describes and its connection
     // (the server side's join, cli/joined_trace.h).
@@ -46,7 +47,7 @@ class ClientOtlpSink {
     void flush_batch();
 
     output::OtlpClientSpans spans_;
-    std::unique_ptr<OtlpChannel> channel_;
+    std::shared_ptr<OtlpChannel> channel_;
     std::unordered_map<uint64_t, output::ClientConnectionState> conns_;
     std::unordered_map<uint32_t, output::ClientProcess> procs_;
     std::string request_;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cli/client_otlp.h"
+#include "cli/joined_trace.h"
 #include "client/connection_table.h"
 #include "client/socket_capture.h"
 #include "output/output_file.h"
@@ -43,6 +44,13 @@ void add_protocol_options(CLI::App *cmd, ProtocolArgs &a) {
                     "collector; past that a batch is dropped and its spans counted")
         ->check(CLI::Range(1, 100000))
         ->capture_default_str();
+    cmd->add_option(
+           "--server-pid", a.server_pid,
+           "With --otlp or --format otlp: also trace this local mariadbd/mysqld's statements (one "
+           "probe each, as `mysqltrace server`) and export each as a SERVER span that is a child "
+           "of the client command's span it served (same connection id, overlapping times): one "
+           "statement, one trace. Statements of connections not traced here go out on their own")
+        ->option_text("PID");
 }
 
 int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const GlobalOptions &g) {
@@ -61,6 +69,12 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
         return kExitUsage;
     }
     std::unique_ptr<ClientOtlpSink> otlp;
+    std::unique_ptr<ServerJoin> join;
+    if (a.server_pid != 0 && !otlp_file && a.otlp.empty()) {
+        std::cerr << "mysqltrace: --server-pid joins the server's statement spans to the client "
+                     "spans: use it with --otlp URL or --format otlp\n";
+        return kExitUsage;
+    }
     if (otlp_file || !a.otlp.empty()) {
         auto sink = ClientOtlpSink::open(otlp_file ? &o : nullptr, a.otlp, a.otlp_queue);
         if (!sink) {
@@ -68,6 +82,20 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
             return kExitUsage;
         }
         otlp = std::move(sink).value();
+        if (a.server_pid != 0) {
+            ServerJoinOptions jo;
+            jo.show_secrets = a.show_secrets;
+            jo.ring_bytes_per_cpu = a.ring_kib << 10;
+            auto j = ServerJoin::attach(a.server_pid, otlp->channel(), jo);
+            if (!j) {
+                std::cerr << "mysqltrace: " << j.error().message << "\n";
+                return kExitFailure;
+            }
+            join = std::move(j).value();
+            otlp->on_span =
+                [&join](const protocol::CommandSummary &sum, const output::ClientConnection &conn,
+                        const output::SpanContext &ctx) { join->client_span(sum, conn, ctx); };
+        }
         for (size_t i = 0; i < s.pids.size(); i++) {
             otlp->process_seen(static_cast<uint32_t>(s.pids[i]), i == 0 ? s.executable : "");
         }
@@ -201,6 +229,9 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
     if (otlp && !a.otlp.empty()) {
         std::cerr << "mysqltrace: exporting spans to " << otlp->endpoint() << " (OTLP/HTTP JSON)\n";
     }
+    if (join) {
+        std::cerr << "mysqltrace: with " << join->banner() << "\n";
+    }
     trace::block_stop_signals();
     std::cerr << "mysqltrace: " << s.banner << "; Ctrl-C to stop\n";
     if (s.started) {
@@ -223,7 +254,13 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
     } else {
         lo.targets = s.pids;
     }
+    if (join) {
+        lo.more_rings = {&join->rings()};
+    }
     lo.on_tick = [&] {
+        if (join) {
+            join->tick();
+        }
         if (otlp) {
             otlp->tick();
         }
@@ -238,6 +275,9 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
     auto flushed = capture->rings().flush();
     // The exporter gets a few seconds to send what is queued: a collector
     // that is down does not hold the end of the trace longer.
+    if (join) {
+        join->finish();
+    }
     const std::string spans = otlp ? otlp->finish(std::chrono::seconds(3)) : "";
     o.flush();
     const auto &ts = table.stats();
@@ -246,6 +286,10 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
                          " events, " + std::to_string(ts.bytes) + " bytes";
     if (ts.bytes_not_copied > 0) {
         totals += " (" + std::to_string(ts.bytes_not_copied) + " beyond --snaplen)";
+    }
+    if (join) {
+        totals += ", " + std::to_string(join->statements()) + " server statements (" +
+                  std::to_string(join->joined()) + " joined to their client span)";
     }
     if (otlp) {
         totals += ", " + spans;

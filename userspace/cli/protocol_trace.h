@@ -22,11 +22,12 @@ struct ProtocolArgs : TraceArgs {
     bool summary_only = false;
     std::string otlp;  // the collector's base URL
     size_t otlp_queue = 64;
+    pid_t server_pid = 0;  // --server-pid: its statements as children of the client spans
 };
 
 // --format text|json|otlp, --output, --duration, --ring-kib, --snaplen,
 // --dump, --show-secrets, --no-summary, --summary-only, --otlp,
-// --otlp-queue.
+// --otlp-queue, --server-pid.
 void add_protocol_options(CLI::App *cmd, ProtocolArgs &a);
 
 struct ProtocolSession {

@@ -16,9 +16,8 @@ constexpr size_t kBatchSpans = 512;
 
 }  // namespace
 
-Result<std::unique_ptr<OtlpSink>> OtlpSink::open(const server::ServerTarget &target, pid_t pid,
-                                                 output::OutputFile *file, const std::string &url,
-                                                 size_t queue) {
+std::unique_ptr<OtlpSink> OtlpSink::open(const server::ServerTarget &target, pid_t pid,
+                                         std::shared_ptr<OtlpChannel> channel) {
     output::OtlpResource r;
     const std::string version = server::server_version(*target.file, pid, target.load_bias);
     const bool mariadb = version.find("MariaDB") != std::string::npos;
@@ -42,13 +41,19 @@ Result<std::unique_ptr<OtlpSink>> OtlpSink::open(const server::ServerTarget &tar
     }
     r.version = MYSQLTRACE_VERSION;
     std::unique_ptr<OtlpSink> s(new OtlpSink(std::move(r)));
+    s->channel_ = std::move(channel);
+    s->batch_started_ = std::chrono::steady_clock::now();
+    return s;
+}
+
+Result<std::unique_ptr<OtlpSink>> OtlpSink::open(const server::ServerTarget &target, pid_t pid,
+                                                 output::OutputFile *file, const std::string &url,
+                                                 size_t queue) {
     auto c = OtlpChannel::open(file, url, queue);
     if (!c) {
         return c.error();
     }
-    s->channel_ = std::move(c).value();
-    s->batch_started_ = std::chrono::steady_clock::now();
-    return s;
+    return open(target, pid, std::shared_ptr<OtlpChannel>(std::move(c).value()));
 }
 
 const std::string &OtlpSink::endpoint() const {

@@ -25,6 +25,9 @@ class OtlpSink {
     static Result<std::unique_ptr<OtlpSink>> open(const server::ServerTarget &target, pid_t pid,
                                                   output::OutputFile *file, const std::string &url,
                                                   size_t queue);
+    // The same, into a channel the client's spans go to as well.
+    static std::unique_ptr<OtlpSink> open(const server::ServerTarget &target, pid_t pid,
+                                          std::shared_ptr<OtlpChannel> channel);
     // The statement's spans, into the batch; a full batch goes out.
     // `client`: the client command's span this statement served (a trace
     // of both sides), else null.
@@ -33,6 +36,8 @@ class OtlpSink {
                    const output::TraceParent *client = nullptr);
     // The flush tick: a batch older than a second goes out.
     void tick();
+    // The batch out now (the channel stays open).
+    void flush() { flush_batch(); }
     // The last batch out, the exporter stopped (waiting at most `grace` for
     // the collector); what was sent, dropped and failed, for the end line.
     std::string finish(std::chrono::milliseconds grace);
@@ -43,7 +48,7 @@ class OtlpSink {
     void flush_batch();
 
     output::OtlpSpans spans_;
-    std::unique_ptr<OtlpChannel> channel_;
+    std::shared_ptr<OtlpChannel> channel_;
     std::string request_;
     std::vector<output::OtlpStage> stages_;
     std::vector<output::OtlpSampledStage> sampled_;

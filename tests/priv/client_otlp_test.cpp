@@ -275,6 +275,123 @@ TEST_P(ClientOtlp, ServerPidMakesTheServerSpanAChildOfTheClientSpan) {
         << s.tracer_stderr;
 }
 
+// Metrics: db.client.operation.duration from the client's commands and the
+// server's statement durations with the same dimensions, cumulative
+// histograms received and decoded as ExportMetricsServiceRequest.
+TEST_P(ClientOtlp, DurationHistogramsOfClientAndServer) {
+    create_table_t(*server_);
+    const std::string received = server_->root_dir() + "/received.jsonl";
+    const std::string metrics = server_->root_dir() + "/metrics.jsonl";
+    int port = 0;
+    auto receiver = start_receiver(received, &port, {"--metrics-out", metrics});
+    ASSERT_GT(port, 0);
+    const std::string url = "http://127.0.0.1:" + std::to_string(port);
+    auto s = run_under_run(
+        {testprog("mt_client"), "--host", "127.0.0.1", "--port", std::to_string(server_->port()),
+         "--user", server_->user(), "--password", server_->password()},
+        {{"connect", "ok"},
+         {"initdb mt_db", "ok"},
+         {"query select a, b from t where a >= 2", "ok 1 2"},
+         {"query select a, b from t where a >= 1", "ok 1 3"},
+         {"query select b from t where a = 3", "ok 1 1"},
+         {"query select nosuch from t", ""},
+         {"quit", "ok"}},
+        {"--otlp", url, "--server-pid", std::to_string(server_->pid())},
+        server_->root_dir() + "/trace.txt");
+    EXPECT_EQ(s.tracer_exit, 0) << s.tracer_stderr;
+    auto rr = receiver->stop(SIGTERM);
+    EXPECT_NE(s.tracer_stderr.find("mysqltrace: exporting operation duration histograms to " + url +
+                                   "/v1/metrics every 60000 ms"),
+              std::string::npos)
+        << s.tracer_stderr;
+    EXPECT_NE(s.tracer_stderr.find(" metric exports (OTLP " + url + "/v1/metrics: "),
+              std::string::npos)
+        << s.tracer_stderr;
+
+    // The client spans' durations, by operation and error.
+    std::map<std::string, std::vector<double>> client_durations;
+    for (const auto &sp : json_lines(read_file(received))) {
+        ASSERT_FALSE(sp.contains("error")) << sp.dump();
+        if (sp["kind"] != 3) {
+            continue;
+        }
+        const double d = static_cast<double>(std::stoull(sp["end"].get<std::string>()) -
+                                             std::stoull(sp["start"].get<std::string>())) /
+                         1e9;
+        client_durations[sp["name"].get<std::string>() + "/" +
+                         str_attr(sp, "db.response.status_code")]
+            .push_back(d);
+    }
+    // The last export of each series: cumulative, it holds them all.
+    std::map<std::string, json> last;
+    for (const auto &p : json_lines(read_file(metrics))) {
+        ASSERT_FALSE(p.contains("error") || p.contains("refused")) << p.dump();
+        const std::string key = p["metric"].get<std::string>() + " " + p["attributes"].dump();
+        if (!last.count(key) || std::stoull(last[key]["time"].get<std::string>()) <=
+                                    std::stoull(p["time"].get<std::string>())) {
+            last[key] = p;
+        }
+    }
+    const std::string system = flavour_name(flavour());
+    const json bounds = json::parse("[0.001,0.005,0.01,0.05,0.1,0.5,1,5,10]");
+    auto find = [&](const std::string &metric, const std::string &status) -> const json * {
+        for (const auto &[k, p] : last) {
+            const auto &a = p["attributes"];
+            if (p["metric"] == metric && a.value("db.query.summary", "") == "SELECT t" &&
+                a.value("db.response.status_code", "") == status) {
+                return &p;
+            }
+        }
+        return nullptr;
+    };
+    for (const std::string metric :
+         {"db.client.operation.duration", "mysqltrace.server.operation.duration"}) {
+        for (const std::string status : {"", "1054"}) {
+            SCOPED_TRACE(metric + " " + status);
+            const json *p = find(metric, status);
+            ASSERT_NE(p, nullptr);
+            const uint64_t n = status.empty() ? 3 : 1;
+            EXPECT_EQ((*p)["unit"], "s");
+            EXPECT_EQ((*p)["temporality"], 2);
+            EXPECT_EQ((*p)["count"], std::to_string(n));
+            EXPECT_EQ((*p)["explicitBounds"], bounds);
+            uint64_t in_buckets = 0;
+            for (const auto &c : (*p)["bucketCounts"]) {
+                in_buckets += std::stoull(c.get<std::string>());
+            }
+            EXPECT_EQ((*p)["bucketCounts"].size(), 10u);
+            EXPECT_EQ(in_buckets, n);
+            EXPECT_LE((*p)["min"].get<double>(), (*p)["max"].get<double>());
+            // The same dimensions on both sides, with the values each sees.
+            const auto &a = (*p)["attributes"];
+            EXPECT_EQ(a["db.system.name"], system);
+            EXPECT_EQ(a["db.namespace"], "mt_db");
+            EXPECT_EQ(a["db.operation.name"], "SELECT");
+            EXPECT_EQ(a["db.collection.name"], "t");
+            EXPECT_EQ(a.value("error.type", ""), status);
+            EXPECT_EQ(a["server.port"]["int"], std::to_string(server_->port()));
+            EXPECT_TRUE(a.contains("server.address"));
+            if (metric == "db.client.operation.duration") {
+                EXPECT_EQ((*p)["resource"]["service.name"], "mt_client");
+                // The histogram holds exactly the client spans' durations.
+                const auto &d =
+                    client_durations["SELECT t/" + (status.empty() ? "(none)" : status)];
+                ASSERT_EQ(d.size(), n);
+                double sum = 0;
+                for (double x : d) {
+                    sum += x;
+                }
+                EXPECT_NEAR((*p)["sum"].get<double>(), sum, 1e-9);
+                EXPECT_NEAR((*p)["min"].get<double>(), *std::min_element(d.begin(), d.end()), 1e-9);
+                EXPECT_NEAR((*p)["max"].get<double>(), *std::max_element(d.begin(), d.end()), 1e-9);
+            } else {
+                EXPECT_EQ((*p)["resource"]["service.name"], system);
+                EXPECT_EQ((*p)["resource"]["process.pid"]["int"], std::to_string(server_->pid()));
+            }
+        }
+    }
+}
+
 TEST_P(ClientOtlp, UsageErrorsSayWhatToDo) {
     auto r = run_command({MYSQLTRACE_BINARY, "client", "--pid", "1", "--otlp", "localhost:4318"});
     EXPECT_EQ(r.exit_code, 2);

@@ -20,6 +20,7 @@ Result<std::unique_ptr<ClientOtlpSink>> ClientOtlpSink::open(output::OutputFile 
         return c.error();
     }
     s->channel_ = std::move(c).value();
+    s->spans_.set_metrics(s->channel_->metrics());
     s->batch_started_ = std::chrono::steady_clock::now();
     return s;
 }
@@ -83,6 +84,7 @@ void ClientOtlpSink::process_exit(uint32_t pid) {
 }
 
 void ClientOtlpSink::tick() {
+    channel_->tick();
     if (spans_.spans() > 0 &&
         std::chrono::steady_clock::now() - batch_started_ >= std::chrono::seconds(1)) {
         flush_batch();

@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "cli/otlp_channel.h"
 
+#include <time.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "mysqltrace/version.h"
 
 namespace mysqltrace::cli {
 
@@ -25,8 +31,63 @@ Result<std::unique_ptr<OtlpChannel>> OtlpChannel::open(output::OutputFile *file,
             return e.error();
         }
         c->exporter_ = std::move(e).value();
+        opts.signal_path = "/v1/metrics";
+        // One request holds every series: a few may wait.
+        opts.max_queued = 4;
+        auto me = output::OtlpExporter::start(url, opts);
+        if (!me) {
+            return me.error();
+        }
+        c->metrics_exporter_ = std::move(me).value();
+        timespec now{};
+        clock_gettime(CLOCK_REALTIME, &now);
+        c->metrics_ = std::make_unique<output::OtlpMetrics>(
+            MYSQLTRACE_VERSION, static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull +
+                                    static_cast<uint64_t>(now.tv_nsec));
+        // The SDKs' variable for their periodic metric reader.
+        if (const char *v = std::getenv("OTEL_METRIC_EXPORT_INTERVAL"); v != nullptr) {
+            char *end = nullptr;
+            const long ms = std::strtol(v, &end, 10);
+            if (end != v && *end == 0 && ms > 0) {
+                c->interval_ = std::chrono::milliseconds(ms);
+            }
+        }
+        c->last_export_ = std::chrono::steady_clock::now();
     }
     return c;
+}
+
+std::string otlp_export_lines(const OtlpChannel &c) {
+    return "mysqltrace: exporting spans to " + c.endpoint() +
+           " (OTLP/HTTP JSON)\nmysqltrace: exporting operation duration histograms to " +
+           c.metrics_endpoint() + " every " + std::to_string(c.metrics_interval().count()) +
+           " ms (OTEL_METRIC_EXPORT_INTERVAL) and at the end\n";
+}
+
+const std::string &OtlpChannel::metrics_endpoint() const {
+    static const std::string none;
+    return metrics_exporter_ ? metrics_exporter_->endpoint() : none;
+}
+
+void OtlpChannel::export_metrics() {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    const size_t points =
+        metrics_->take(metrics_request_, static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull +
+                                             static_cast<uint64_t>(now.tv_nsec));
+    last_export_ = std::chrono::steady_clock::now();
+    if (points == 0) {
+        return;
+    }
+    metric_exports_++;
+    metrics_exporter_->send(std::move(metrics_request_), points);
+    metrics_request_ = std::string();
+}
+
+void OtlpChannel::tick() {
+    if (metrics_ && std::chrono::steady_clock::now() - last_export_ >= interval_) {
+        export_metrics();
+    }
 }
 
 const std::string &OtlpChannel::endpoint() const {
@@ -55,7 +116,13 @@ std::string OtlpChannel::finish(std::chrono::milliseconds grace) {
     if (!exporter_) {
         return out;
     }
+    // The last histograms, then both exporters stopped within the one grace.
+    export_metrics();
+    const auto until = std::chrono::steady_clock::now() + grace;
     exporter_->stop(grace);
+    metrics_exporter_->stop(std::max(std::chrono::milliseconds(0),
+                                     std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         until - std::chrono::steady_clock::now())));
     const auto s = exporter_->stats();
     out += " (OTLP " + exporter_->endpoint() + ": " + std::to_string(s.sent) + " sent, " +
            std::to_string(s.dropped) + " dropped (queue full), " + std::to_string(s.failed) +
@@ -66,7 +133,12 @@ std::string OtlpChannel::finish(std::chrono::milliseconds grace) {
     if (!s.last_error.empty() && s.sent < spans_total_) {
         out += "; last error: " + s.last_error;
     }
-    return out + ")";
+    out += ")";
+    const auto m = metrics_exporter_->stats();
+    out += ", " + std::to_string(metric_exports_) + " metric exports (OTLP " +
+           metrics_exporter_->endpoint() + ": " + std::to_string(m.sent) + " points sent, " +
+           std::to_string(m.dropped) + " dropped, " + std::to_string(m.failed) + " failed)";
+    return out;
 }
 
 }  // namespace mysqltrace::cli

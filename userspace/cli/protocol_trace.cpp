@@ -37,7 +37,9 @@ void add_protocol_options(CLI::App *cmd, ProtocolArgs &a) {
            "joins that trace. Batches of up to 512 spans are sent from a thread of their own "
            "through a bounded queue: a collector that is down or slow costs dropped spans "
            "(counted at the end), never a stalled trace. --format otlp writes the same batches "
-           "as JSON lines")
+           "as JSON lines. Command durations also go to /v1/metrics as the histogram "
+           "db.client.operation.duration, every OTEL_METRIC_EXPORT_INTERVAL ms (60000) and at "
+           "the end")
         ->option_text("URL");
     cmd->add_option("--otlp-queue", a.otlp_queue,
                     "--otlp: batches (of up to 512 spans, or a second's) that may wait for the "
@@ -227,7 +229,7 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
         }
     }
     if (otlp && !a.otlp.empty()) {
-        std::cerr << "mysqltrace: exporting spans to " << otlp->endpoint() << " (OTLP/HTTP JSON)\n";
+        std::cerr << otlp_export_lines(*otlp->channel());
     }
     if (join) {
         std::cerr << "mysqltrace: with " << join->banner() << "\n";

@@ -430,7 +430,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                        : opts.stages == server::StageMode::sampled ? "statements and sampled stages"
                                                                    : "statements";
     if (otlp && !a.otlp.empty()) {
-        std::cerr << "mysqltrace: exporting spans to " << otlp->endpoint() << " (OTLP/HTTP JSON)\n";
+        std::cerr << otlp_export_lines(otlp->channel());
     }
     trace::block_stop_signals();
     std::cerr << "mysqltrace: tracing " << what << " of pid " << a.pid << " ("
@@ -604,7 +604,10 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
            "a statement whose sqlcommenter comment carries a W3C traceparent joins that trace. "
            "Batches of up to 512 spans are sent from a thread of their own through a bounded "
            "queue: a collector that is down or slow costs dropped spans (counted at the end), "
-           "never a stalled trace. --format otlp writes the same batches as JSON lines")
+           "never a stalled trace. --format otlp writes the same batches as JSON lines. "
+           "Statement durations also go to /v1/metrics as the histogram "
+           "mysqltrace.server.operation.duration, every OTEL_METRIC_EXPORT_INTERVAL ms (60000) "
+           "and at the end")
         ->option_text("URL");
     cmd->add_option("--otlp-queue", a->otlp_queue,
                     "--otlp: batches (of up to 512 spans, or a second's) that may wait for the "

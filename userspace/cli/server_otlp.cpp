@@ -42,6 +42,7 @@ std::unique_ptr<OtlpSink> OtlpSink::open(const server::ServerTarget &target, pid
     r.version = MYSQLTRACE_VERSION;
     std::unique_ptr<OtlpSink> s(new OtlpSink(std::move(r)));
     s->channel_ = std::move(channel);
+    s->spans_.set_metrics(s->channel_->metrics());
     s->batch_started_ = std::chrono::steady_clock::now();
     return s;
 }
@@ -81,6 +82,7 @@ void OtlpSink::statement(const server::Statement &st, output::ServerRenderer &re
 }
 
 void OtlpSink::tick() {
+    channel_->tick();
     if (spans_.spans() > 0 &&
         std::chrono::steady_clock::now() - batch_started_ >= std::chrono::seconds(1)) {
         flush_batch();

@@ -42,6 +42,7 @@ class OtlpSink {
     // the collector); what was sent, dropped and failed, for the end line.
     std::string finish(std::chrono::milliseconds grace);
     const std::string &endpoint() const;
+    const OtlpChannel &channel() const { return *channel_; }
 
   private:
     OtlpSink(output::OtlpResource r) : spans_(std::move(r)) {}

@@ -331,7 +331,7 @@ OtlpSpans::OtlpSpans(OtlpResource r, uint64_t seed) : offset_ns_(realtime_offset
     j.begin_object();
     j.key("attributes");
     j.begin_array();
-    Attrs attrs(head_);
+    Attrs attrs(resource_attrs_);
     attrs.str("service.name", r.service_name);
     attrs.str("db.system.name", r.db_system);
     attrs.integer("process.pid", r.pid);
@@ -341,6 +341,7 @@ OtlpSpans::OtlpSpans(OtlpResource r, uint64_t seed) : offset_ns_(realtime_offset
     if (!r.host_name.empty()) {
         attrs.str("host.name", r.host_name);
     }
+    head_ += resource_attrs_;
     j.end_array();
     j.end_object();
     j.key("scopeSpans");
@@ -416,11 +417,15 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
     }
     attrs.str("db.query.summary", summary);
     attrs.str("db.operation.name", operation);
-    if (one_collection(tables_, st.db, st.truncated(), &scratch_)) {
-        attrs.str("db.collection.name", scratch_);
+    std::string_view collection;
+    if (one_collection(tables_, st.db, st.truncated(), &collection_)) {
+        collection = collection_;
+        attrs.str("db.collection.name", collection);
     }
+    std::string_view status_code;
     if (st.failed()) {
         scratch_ = std::to_string(st.error);
+        status_code = scratch_;
         attrs.str("db.response.status_code", scratch_);
         attrs.str("error.type", scratch_);
         attrs.str("mysqltrace.sqlstate", st.sqlstate);
@@ -429,6 +434,21 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
     if (resource_.port != 0) {
         attrs.str("server.address", resource_.host_name);
         attrs.integer("server.port", resource_.port);
+    }
+    if (metrics_ != nullptr) {
+        MetricAttrs m;
+        m.system = resource_.db_system;
+        m.ns = st.db;
+        m.operation = operation;
+        m.collection = collection;
+        m.summary = summary;
+        m.status_code = status_code;
+        if (resource_.port != 0) {
+            m.server_address = resource_.host_name;
+            m.server_port = resource_.port;
+        }
+        metrics_->record(DurationMetric::server, resource_attrs_, m,
+                         static_cast<double>(st.end_ns - std::min(st.start_ns, st.end_ns)) / 1e9);
     }
     attrs.integer("mysqltrace.connection.id", st.thread_id);
     attrs.integer("thread.id", st.tid);

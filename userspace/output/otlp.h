@@ -16,6 +16,7 @@
 
 #include "output/clock.h"
 #include "output/otlp_json.h"
+#include "output/otlp_metrics.h"
 #include "output/server_render.h"
 #include "server/statement.h"
 #include "sql/tables.h"
@@ -84,9 +85,14 @@ class OtlpSpans {
 
     // Where monotonic times become unix times (tests fix it).
     void set_realtime_offset(uint64_t offset_ns) { offset_ns_ = offset_ns; }
+    // Each statement's duration into `m` too (null: none).
+    void set_metrics(OtlpMetrics *m) { metrics_ = m; }
 
   private:
     OtlpResource resource_;
+    std::string resource_attrs_;  // the resource's attribute list, as Attrs writes it
+    OtlpMetrics *metrics_ = nullptr;
+    std::string collection_;
     std::string head_;  // the request up to the spans array
     std::string body_;  // span objects, comma-separated
     size_t spans_ = 0;

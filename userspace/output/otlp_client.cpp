@@ -168,6 +168,21 @@ OtlpClientSpans::OtlpClientSpans(std::string host_name, std::string version, uin
       offset_ns_(realtime_offset()),
       ids_(seed) {}
 
+const std::string &OtlpClientSpans::resource_attrs(const ClientProcess &proc) {
+    resource_.clear();
+    Attrs attrs(resource_);
+    // The SDKs' default service name is unknown_service:<executable>.
+    attrs.str("service.name", proc.executable.empty() ? "unknown_service" : proc.executable);
+    attrs.integer("process.pid", proc.pid);
+    if (!proc.executable.empty()) {
+        attrs.str("process.executable.name", proc.executable);
+    }
+    if (!host_name_.empty()) {
+        attrs.str("host.name", host_name_);
+    }
+    return resource_;
+}
+
 OtlpClientSpans::ProcessBatch &OtlpClientSpans::batch_of(const ClientProcess &proc) {
     ProcessBatch &b = batches_[proc.pid];
     if (!b.head.empty()) {
@@ -179,16 +194,7 @@ OtlpClientSpans::ProcessBatch &OtlpClientSpans::batch_of(const ClientProcess &pr
     j.begin_object();
     j.key("attributes");
     j.begin_array();
-    Attrs attrs(b.head);
-    // The SDKs' default service name is unknown_service:<executable>.
-    attrs.str("service.name", proc.executable.empty() ? "unknown_service" : proc.executable);
-    attrs.integer("process.pid", proc.pid);
-    if (!proc.executable.empty()) {
-        attrs.str("process.executable.name", proc.executable);
-    }
-    if (!host_name_.empty()) {
-        attrs.str("host.name", host_name_);
-    }
+    b.head += resource_attrs(proc);
     j.end_array();
     j.end_object();
     j.key("scopeSpans");
@@ -266,15 +272,20 @@ SpanContext OtlpClientSpans::add(const protocol::CommandSummary &sum, const Clie
     }
     attrs.str("db.query.summary", summary);
     attrs.str("db.operation.name", operation);
-    if (one_collection(tables_, conn.db, sum.sql_bytes.has_value(), &scratch_)) {
-        attrs.str("db.collection.name", scratch_);
+    std::string_view collection;
+    if (one_collection(tables_, conn.db, sum.sql_bytes.has_value(), &collection_)) {
+        collection = collection_;
+        attrs.str("db.collection.name", collection);
     }
+    std::string_view status_code;
     if (failed && sum.error_code) {
         scratch_ = std::to_string(*sum.error_code);
+        status_code = scratch_;
         attrs.str("db.response.status_code", scratch_);
         attrs.str("error.type", scratch_);
     } else if (failed) {
         // A client-side error without a server error number.
+        status_code = "_OTHER";
         attrs.str("error.type", "_OTHER");
     }
     if (sum.result == protocol::CommandResult::rows) {
@@ -293,6 +304,20 @@ SpanContext OtlpClientSpans::add(const protocol::CommandSummary &sum, const Clie
             attrs.integer("network.peer.port", port);
         }
         attrs.str("network.transport", port != 0 ? "tcp" : "unix");
+    }
+    if (metrics_ != nullptr) {
+        MetricAttrs m;
+        m.system = system;
+        m.ns = conn.db;
+        m.operation = operation;
+        m.collection = collection;
+        m.summary = summary;
+        m.status_code = status_code;
+        m.server_address = address;
+        m.server_port = port;
+        metrics_->record(
+            DurationMetric::client, resource_attrs(proc), m,
+            static_cast<double>(std::max(sum.ts_end_ns, sum.ts_start_ns) - sum.ts_start_ns) / 1e9);
     }
     if (conn.connection_id != 0) {
         attrs.integer("mysqltrace.connection.id", conn.connection_id);

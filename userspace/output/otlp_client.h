@@ -13,6 +13,7 @@
 
 #include "output/otlp.h"
 #include "output/otlp_json.h"
+#include "output/otlp_metrics.h"
 #include "protocol/event.h"
 #include "sql/tables.h"
 
@@ -77,6 +78,8 @@ class OtlpClientSpans {
     // `out` (replaced); the batch is emptied.
     void take(std::string &out);
     void set_realtime_offset(uint64_t offset_ns) { offset_ns_ = offset_ns; }
+    // Each command's duration into `m` too (null: none).
+    void set_metrics(OtlpMetrics *m) { metrics_ = m; }
 
   private:
     struct ProcessBatch {
@@ -84,13 +87,16 @@ class OtlpClientSpans {
         std::string body;  // span objects, comma-separated
     };
     ProcessBatch &batch_of(const ClientProcess &proc);
+    // The process's resource attribute list, as Attrs writes it.
+    const std::string &resource_attrs(const ClientProcess &proc);
 
     std::string host_name_, version_;
     std::map<uint32_t, ProcessBatch> batches_;
     size_t spans_ = 0;
     uint64_t offset_ns_;
     otlp::IdSource ids_;
-    std::string scratch_;
+    OtlpMetrics *metrics_ = nullptr;
+    std::string scratch_, collection_, resource_;
     std::vector<sql::TableName> tables_;
 };
 

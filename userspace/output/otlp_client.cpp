@@ -169,8 +169,18 @@ OtlpClientSpans::OtlpClientSpans(std::string host_name, std::string version, uin
       ids_(seed) {}
 
 const std::string &OtlpClientSpans::resource_attrs(const ClientProcess &proc) {
-    resource_.clear();
-    Attrs attrs(resource_);
+    auto &[executable, attrs_text] = resources_[proc.pid];
+    if (!attrs_text.empty() && executable == proc.executable) {
+        return attrs_text;
+    }
+    if (resources_.size() > 4096) {
+        // Pids come and go: start over rather than grow.
+        resources_.clear();
+        return resource_attrs(proc);
+    }
+    executable = proc.executable;
+    attrs_text.clear();
+    Attrs attrs(attrs_text);
     // The SDKs' default service name is unknown_service:<executable>.
     attrs.str("service.name", proc.executable.empty() ? "unknown_service" : proc.executable);
     attrs.integer("process.pid", proc.pid);
@@ -180,7 +190,7 @@ const std::string &OtlpClientSpans::resource_attrs(const ClientProcess &proc) {
     if (!host_name_.empty()) {
         attrs.str("host.name", host_name_);
     }
-    return resource_;
+    return attrs_text;
 }
 
 OtlpClientSpans::ProcessBatch &OtlpClientSpans::batch_of(const ClientProcess &proc) {

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <map>
+#include <unordered_map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -96,7 +98,9 @@ class OtlpClientSpans {
     uint64_t offset_ns_;
     otlp::IdSource ids_;
     OtlpMetrics *metrics_ = nullptr;
-    std::string scratch_, collection_, resource_;
+    std::string scratch_, collection_;
+    // Per pid: the executable and the resource attributes written for it.
+    std::unordered_map<uint32_t, std::pair<std::string, std::string>> resources_;
     std::vector<sql::TableName> tables_;
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/discovery.h"
+#include "output/otlp_sink.h"
 #include "output/output_file.h"
 #include "output/server_render.h"
 #include "output/slowlog.h"
@@ -59,6 +60,9 @@ struct TracedServerOptions {
     // Statement classes with totals of their own (stats()); later ones
     // are summed as "other".
     size_t max_classes = 500;
+    // The OTLP collector's base URL its statements go to as spans, with
+    // their durations as a histogram ("": none; output::OtlpSink).
+    std::string otlp;
     bool operator==(const TracedServerOptions &) const = default;
 };
 
@@ -106,6 +110,7 @@ class TracedServer {
     output::SlowlogRenderer slow_;
     std::unique_ptr<output::StatementStats> stats_;
     std::unique_ptr<server::StatementTracer> tracer_;
+    std::unique_ptr<output::OtlpSink> otlp_;
     uint64_t statements_ = 0, failed_ = 0;
 };
 

@@ -14,8 +14,9 @@ constexpr size_t kBatchSpans = 512;
 
 Result<std::unique_ptr<ClientOtlpSink>> ClientOtlpSink::open(output::OutputFile *file,
                                                              const std::string &url, size_t queue) {
-    std::unique_ptr<ClientOtlpSink> s(new ClientOtlpSink(otlp_host_name(), MYSQLTRACE_VERSION));
-    auto c = OtlpChannel::open(file, url, queue);
+    std::unique_ptr<ClientOtlpSink> s(
+        new ClientOtlpSink(output::otlp_host_name(), MYSQLTRACE_VERSION));
+    auto c = output::OtlpChannel::open(file, url, queue);
     if (!c) {
         return c.error();
     }

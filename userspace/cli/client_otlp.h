@@ -10,7 +10,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "cli/otlp_channel.h"
+#include "output/otlp_channel.h"
 #include "client/connection_table.h"
 #include "output/otlp_client.h"
 #include "util/result.h"
@@ -34,7 +34,7 @@ class ClientOtlpSink {
     void tick();
     std::string finish(std::chrono::milliseconds grace);
     const std::string &endpoint() const { return channel_->endpoint(); }
-    const std::shared_ptr<OtlpChannel> &channel() const { return channel_; }
+    const std::shared_ptr<output::OtlpChannel> &channel() const { return channel_; }
 
     // Each span written, with the command it describes and its connection
     // (the server side's join, cli/joined_trace.h).
@@ -47,7 +47,7 @@ class ClientOtlpSink {
     void flush_batch();
 
     output::OtlpClientSpans spans_;
-    std::shared_ptr<OtlpChannel> channel_;
+    std::shared_ptr<output::OtlpChannel> channel_;
     std::unordered_map<uint64_t, output::ClientConnectionState> conns_;
     std::unordered_map<uint32_t, output::ClientProcess> procs_;
     std::string request_;

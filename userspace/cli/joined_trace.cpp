@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "cli/joined_trace.h"
 
+#include "cli/server_otlp.h"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -31,7 +33,7 @@ int64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
 ServerJoin::~ServerJoin() = default;
 
 Result<std::unique_ptr<ServerJoin>> ServerJoin::attach(pid_t pid,
-                                                       std::shared_ptr<OtlpChannel> channel,
+                                                       std::shared_ptr<output::OtlpChannel> channel,
                                                        const ServerJoinOptions &opts) {
     auto target = server::resolve_server(pid);
     if (!target) {
@@ -47,7 +49,7 @@ Result<std::unique_ptr<ServerJoin>> ServerJoin::attach(pid_t pid,
         [self](uint64_t addr) {
             return self->tracer_ ? self->tracer_->stage_name_at(addr) : std::string();
         });
-    j->sink_ = OtlpSink::open(j->target_, pid, std::move(channel));
+    j->sink_ = output::OtlpSink::open(server_otlp_resource(j->target_, pid), std::move(channel));
     server::StatementTracerOptions o;
     o.stages = plan.stages;
     o.show_secrets = opts.show_secrets;

@@ -19,7 +19,7 @@
 #include <unordered_map>
 
 #include "bpf/ring_set.h"
-#include "cli/server_otlp.h"
+#include "output/otlp_sink.h"
 #include "output/otlp_client.h"
 #include "output/server_render.h"
 #include "server/server_target.h"
@@ -37,7 +37,7 @@ class ServerJoin {
   public:
     // Attaches to the server `pid`; its spans go to `channel`.
     static Result<std::unique_ptr<ServerJoin>> attach(pid_t pid,
-                                                      std::shared_ptr<OtlpChannel> channel,
+                                                      std::shared_ptr<output::OtlpChannel> channel,
                                                       const ServerJoinOptions &opts);
     ~ServerJoin();
     bpf::RingSet &rings() { return tracer_->rings(); }
@@ -75,7 +75,7 @@ class ServerJoin {
     server::ServerTarget target_;
     std::unique_ptr<output::ServerRenderer> render_;
     std::unique_ptr<server::StatementTracer> tracer_;
-    std::unique_ptr<OtlpSink> sink_;
+    std::unique_ptr<output::OtlpSink> sink_;
     std::string banner_;
     // Recent client spans per server connection id, oldest first.
     std::unordered_map<uint64_t, std::deque<ClientSpan>> clients_;

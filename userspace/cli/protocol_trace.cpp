@@ -229,7 +229,7 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
         }
     }
     if (otlp && !a.otlp.empty()) {
-        std::cerr << otlp_export_lines(*otlp->channel());
+        std::cerr << output::otlp_export_lines(*otlp->channel());
     }
     if (join) {
         std::cerr << "mysqltrace: with " << join->banner() << "\n";

@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/server_duty.h"
 #include "cli/server_otlp.h"
+#include "output/otlp_sink.h"
 #include "doctor/trace_plan.h"
 #include "output/lock_render.h"
 #include "output/output_file.h"
@@ -215,9 +216,10 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         d.user = a.user;
         return run_server_duty(*target, opts, d, a, g, o);
     }
-    std::unique_ptr<OtlpSink> otlp;
+    std::unique_ptr<output::OtlpSink> otlp;
     if (otlp_file || !a.otlp.empty()) {
-        auto sink = OtlpSink::open(*target, a.pid, otlp_file ? &o : nullptr, a.otlp, a.otlp_queue);
+        auto sink = output::OtlpSink::open(server_otlp_resource(*target, a.pid),
+                                           otlp_file ? &o : nullptr, a.otlp, a.otlp_queue);
         if (!sink) {
             std::cerr << "mysqltrace: " << sink.error().message << "\n";
             return kExitUsage;
@@ -430,7 +432,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                        : opts.stages == server::StageMode::sampled ? "statements and sampled stages"
                                                                    : "statements";
     if (otlp && !a.otlp.empty()) {
-        std::cerr << otlp_export_lines(otlp->channel());
+        std::cerr << output::otlp_export_lines(otlp->channel());
     }
     trace::block_stop_signals();
     std::cerr << "mysqltrace: tracing " << what << " of pid " << a.pid << " ("

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "cli/otlp_channel.h"
+#include "output/otlp_channel.h"
 
 #include <time.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 
 #include "mysqltrace/version.h"
 
-namespace mysqltrace::cli {
+namespace mysqltrace::output {
 
 std::string otlp_host_name() {
     char buf[256] = {};
@@ -19,14 +19,14 @@ std::string otlp_host_name() {
     return buf;
 }
 
-Result<std::unique_ptr<OtlpChannel>> OtlpChannel::open(output::OutputFile *file,
-                                                       const std::string &url, size_t queue) {
+Result<std::unique_ptr<OtlpChannel>> OtlpChannel::open(OutputFile *file, const std::string &url,
+                                                       size_t queue) {
     std::unique_ptr<OtlpChannel> c(new OtlpChannel());
     c->file_ = file;
     if (!url.empty()) {
-        output::OtlpExportOptions opts;
+        OtlpExportOptions opts;
         opts.max_queued = queue;
-        auto e = output::OtlpExporter::start(url, opts);
+        auto e = OtlpExporter::start(url, opts);
         if (!e) {
             return e.error();
         }
@@ -34,14 +34,14 @@ Result<std::unique_ptr<OtlpChannel>> OtlpChannel::open(output::OutputFile *file,
         opts.signal_path = "/v1/metrics";
         // One request holds every series: a few may wait.
         opts.max_queued = 4;
-        auto me = output::OtlpExporter::start(url, opts);
+        auto me = OtlpExporter::start(url, opts);
         if (!me) {
             return me.error();
         }
         c->metrics_exporter_ = std::move(me).value();
         timespec now{};
         clock_gettime(CLOCK_REALTIME, &now);
-        c->metrics_ = std::make_unique<output::OtlpMetrics>(
+        c->metrics_ = std::make_unique<OtlpMetrics>(
             MYSQLTRACE_VERSION, static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull +
                                     static_cast<uint64_t>(now.tv_nsec));
         // The SDKs' variable for their periodic metric reader.
@@ -141,4 +141,4 @@ std::string OtlpChannel::finish(std::chrono::milliseconds grace) {
     return out;
 }
 
-}  // namespace mysqltrace::cli
+}  // namespace mysqltrace::output

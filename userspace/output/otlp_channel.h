@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Where OTLP span batches go, for every command that writes them: as JSON
+// Where OTLP span batches go, for every command and the agent: as JSON
 // lines to the trace's output (--format otlp) and/or to a collector
 // (--otlp URL) from the exporter's thread. With a collector, the operation
 // duration histograms too (/v1/metrics), every OTEL_METRIC_EXPORT_INTERVAL
@@ -16,14 +16,14 @@
 #include "output/output_file.h"
 #include "util/result.h"
 
-namespace mysqltrace::cli {
+namespace mysqltrace::output {
 
 class OtlpChannel {
   public:
     // `file`: where --format otlp writes (null: no file); `url`: --otlp
     // ("": no export), with at most `queue` batches waiting.
-    static Result<std::unique_ptr<OtlpChannel>> open(output::OutputFile *file,
-                                                     const std::string &url, size_t queue);
+    static Result<std::unique_ptr<OtlpChannel>> open(OutputFile *file, const std::string &url,
+                                                     size_t queue);
     // One ExportTraceServiceRequest of `spans` spans out; `request` is
     // consumed.
     void send(std::string &request, size_t spans);
@@ -34,7 +34,7 @@ class OtlpChannel {
     uint64_t spans() const { return spans_total_; }
     // The histograms (null without a collector), the metrics' endpoint and
     // export interval.
-    output::OtlpMetrics *metrics() { return metrics_.get(); }
+    OtlpMetrics *metrics() { return metrics_.get(); }
     const std::string &metrics_endpoint() const;
     std::chrono::milliseconds metrics_interval() const { return interval_; }
     // The metrics out when their interval is over.
@@ -44,11 +44,11 @@ class OtlpChannel {
     OtlpChannel() = default;
     void export_metrics();
 
-    output::OutputFile *file_ = nullptr;
-    std::unique_ptr<output::OtlpExporter> exporter_;
+    OutputFile *file_ = nullptr;
+    std::unique_ptr<OtlpExporter> exporter_;
     uint64_t spans_total_ = 0;
-    std::unique_ptr<output::OtlpMetrics> metrics_;
-    std::unique_ptr<output::OtlpExporter> metrics_exporter_;
+    std::unique_ptr<OtlpMetrics> metrics_;
+    std::unique_ptr<OtlpExporter> metrics_exporter_;
     std::chrono::milliseconds interval_{60000};
     std::chrono::steady_clock::time_point last_export_;
     uint64_t metric_exports_ = 0;
@@ -62,4 +62,4 @@ std::string otlp_export_lines(const OtlpChannel &c);
 // The host's name (host.name), "" when unknown.
 std::string otlp_host_name();
 
-}  // namespace mysqltrace::cli
+}  // namespace mysqltrace::output

@@ -6,7 +6,10 @@
 // what pfs-sql pays: the streamed lines read back as trees, and dumped as
 // that old path did. "otlp span" is `server --format otlp` / `--otlp`: the
 // span of the statement appended to a batch, a batch of 512 taken as one
-// ExportTraceServiceRequest line (its share of that counted per span).
+// ExportTraceServiceRequest line (its share of that counted per span);
+// "+ metrics" also records its duration in the histogram (--otlp). "otlp
+// client span" is `client`/`run --otlp`'s span of the same statement as a
+// COM_QUERY command summary, with the client histogram.
 // A benchmark: it prints ns per statement and never asserts.
 //
 //   render_bench [--statements N] [--rounds R]
@@ -20,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "output/otlp.h"
+#include "output/otlp_client.h"
+#include "output/otlp_metrics.h"
 #include "output/server_render.h"
 #include "output/slowlog.h"
 
@@ -125,6 +130,53 @@ int main(int argc, char **argv) {
                 return size_t{0};
             }
             spans.take(request);
+            return request.size();
+        });
+        output::OtlpMetrics metrics("", 1);
+        output::OtlpSpans measured(res, 1);
+        measured.set_metrics(&metrics);
+        ns_per_statement("otlp span + metrics", n, [&](uint64_t i) {
+            const auto &st = sts[i % sts.size()];
+            measured.add(st, json.event_name(st), no_stages, no_samples, {});
+            if (measured.spans() < 512) {
+                return size_t{0};
+            }
+            measured.take(request);
+            return request.size();
+        });
+        output::OtlpClientSpans client("app1", "", 1);
+        client.set_metrics(&metrics);
+        output::ClientConnection conn;
+        conn.peer = "10.0.0.5:3306";
+        conn.server_version = "8.4.3";
+        conn.connection_id = 10;
+        conn.db = "sbtest";
+        output::ClientProcess proc;
+        proc.pid = 4242;
+        proc.executable = "sysbench";
+        std::vector<protocol::CommandSummary> sums(sts.size());
+        for (size_t k = 0; k < sts.size(); k++) {
+            auto &sum = sums[k];
+            sum.conn = 1;
+            sum.pid = sum.tid = 4242;
+            sum.ts_start_ns = sts[k].start_ns;
+            sum.ts_end_ns = sts[k].end_ns + 20'000;
+            sum.command = 3;
+            sum.command_name = "COM_QUERY";
+            sum.sql = sts[k].text;
+            sum.result = protocol::CommandResult::rows;
+            sum.rows = 1;
+            sum.result_sets = 1;
+            sum.bytes_sent = 45;
+            sum.bytes_received = 180;
+            sum.server_wait_ns = 30'000;
+        }
+        ns_per_statement("otlp client span + metrics", n, [&](uint64_t i) {
+            client.add(sums[i % sums.size()], conn, proc);
+            if (client.spans() < 512) {
+                return size_t{0};
+            }
+            client.take(request);
             return request.size();
         });
     }

@@ -30,6 +30,7 @@
 
 #include "harness/child_process.h"
 #include "priv/cli_util.h"
+#include "priv/otlp_receiver.h"
 #include "priv/priv.h"
 #include "priv/server_session.h"
 #include "priv/tmpdir_test.h"
@@ -486,7 +487,7 @@ TEST_F(AgentTest, ConfigFileSectionsAndSighupReload) {
         ":3: key 'stagez': unknown key (known: output_dir, rescan_ms, socket_prefix, "
         "metrics_listen, control_socket, max_classes, enabled, formats, stages, rotate_size, "
         "rotate_keep, ring_kib, max_sql, "
-        "show_secrets, locks); going on with the configuration loaded before\n"))
+        "show_secrets, locks, otlp); going on with the configuration loaded before\n"))
         << agent.stderr_so_far();
     workload(**a, "broken_a");
     workload(**b, "broken_b");
@@ -522,6 +523,62 @@ TEST_F(AgentTest, ConfigFileSectionsAndSighupReload) {
     EXPECT_EQ(all_texts(dir_b + "/statements.json"), texts_of({"after_b", "broken_b"}));
     EXPECT_FALSE(fs::exists(dir_b + "/statements.json.1"));
     EXPECT_FALSE(fs::exists(dir_b + "/slow.log"));
+}
+
+// The `otlp` key: a server's statements as spans and their durations as the
+// server histogram, to a collector (the independent receiver), and the
+// detach line counts what was sent.
+TEST_F(AgentTest, OtlpKeyExportsStatementsAsSpans) {
+    ServerOptions opts;
+    opts.flavour = ServerFlavour::mariadb;
+    auto a = MariadbServer::start(opts);
+    ASSERT_TRUE(a) << a.error().message;
+    const std::string received = base_ + "/received.jsonl";
+    const std::string metrics = base_ + "/metrics.jsonl";
+    int port = 0;
+    auto receiver = start_receiver(received, &port, {"--metrics-out", metrics});
+    ASSERT_GT(port, 0);
+    const std::string url = "http://127.0.0.1:" + std::to_string(port);
+    const std::string conf = base_ + "/agent.conf";
+    write_config(conf, "[agent]\noutput_dir = " + out_ + "\nsocket_prefix = " + base_ +
+                           "/\nrescan_ms = 200\nformats = json\n\n[server port=" +
+                           std::to_string((*a)->port()) + "]\notlp = " + url + "\n");
+    BackgroundCommand agent({MYSQLTRACE_BINARY, "agent", "--config", conf, "--control-socket", ""});
+    ASSERT_TRUE(agent.wait_for_stderr("agent watching")) << agent.stderr_so_far();
+    double took = 0;
+    auto line = wait_attached(agent, (*a)->pid(), &took);
+    EXPECT_EQ(line["otlp"], url);
+    const unsigned long id = workload(**a, "otlp_a");
+    const std::string pid = std::to_string((*a)->pid());
+    const std::string detached = "detached pid=" + pid + " (server exited)";
+    ASSERT_TRUE((*a)->stop());
+    ASSERT_TRUE(agent.wait_for_stderr(detached)) << agent.stderr_so_far();
+    auto r = agent.stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    receiver->stop(SIGTERM);
+    EXPECT_NE(r.err.find(detached + ": 2 statements, 0 records dropped, 2 spans (OTLP " + url +
+                         "/v1/traces: 2 sent, 0 dropped (queue full), 0 failed), 1 metric "
+                         "exports (OTLP " +
+                         url + "/v1/metrics: 1 points sent, 0 dropped, 0 failed)"),
+              std::string::npos)
+        << r.err;
+    std::vector<std::string> texts;
+    for (const auto &sp : json_lines(read_file(received))) {
+        ASSERT_FALSE(sp.contains("error")) << sp.dump();
+        EXPECT_EQ(sp["kind"], 2);
+        EXPECT_EQ(sp["resource"]["service.name"], "mariadb");
+        EXPECT_EQ(sp["resource"]["process.pid"]["int"], pid);
+        EXPECT_EQ(str_attr(sp, "db.system.name"), "mariadb");
+        EXPECT_EQ(int_attr(sp, "server.port"), std::to_string((*a)->port()));
+        EXPECT_EQ(int_attr(sp, "mysqltrace.connection.id"), std::to_string(id));
+        texts.push_back(str_attr(sp, "db.query.text"));
+    }
+    EXPECT_EQ(texts, (std::vector<std::string>{"SELECT 'otlp_a'", "SELECT 1 + 41 AS otlp_a"}));
+    const auto points = json_lines(read_file(metrics));
+    ASSERT_EQ(points.size(), 1u);
+    EXPECT_EQ(points[0]["metric"], "mysqltrace.server.operation.duration");
+    EXPECT_EQ(points[0]["count"], "2");
+    EXPECT_EQ(points[0]["attributes"]["db.query.summary"], "SELECT");
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 
 #include "harness/mariadb_server.h"
 #include "priv/cli_util.h"
+#include "priv/otlp_receiver.h"
 #include "priv/priv.h"
 #include "priv/server_session.h"
 
@@ -34,62 +35,22 @@ using mysqltrace::test::BackgroundCommand;
 using mysqltrace::test::connect_to;
 using mysqltrace::test::create_table_t;
 using mysqltrace::test::flavour_name;
+using mysqltrace::test::int_attr;
+using mysqltrace::test::json_lines;
 using mysqltrace::test::read_file;
 using mysqltrace::test::run_command;
 using mysqltrace::test::run_query;
 using mysqltrace::test::server_tracer_argv;
 using mysqltrace::test::ServerTraceTest;
+using mysqltrace::test::start_receiver;
+using mysqltrace::test::str_attr;
+using mysqltrace::test::unix_ns;
 using mysqltrace::test::wait_gone;
 using nlohmann::json;
 
-const std::string kReceiver =
-    std::string(MYSQLTRACE_SOURCE_DIR) + "/tests/testprogs/otlp_receiver.js";
+const std::string &kReceiver = mysqltrace::test::kOtlpReceiver;
 const std::string kTraceId = "4bf92f3577b34da6a3ce929d0e0e4736";
 const std::string kParentId = "00f067aa0ba902b7";
-
-uint64_t unix_ns() {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count());
-}
-
-// The receiver on a free port; *port gets it.
-std::unique_ptr<BackgroundCommand> start_receiver(const std::string &out, int *port,
-                                                  const std::vector<std::string> &extra = {}) {
-    std::vector<std::string> argv = {"/usr/bin/env", "node", kReceiver, "--port", "0",
-                                     "--out",        out};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    auto r = std::make_unique<BackgroundCommand>(argv);
-    EXPECT_TRUE(r->wait_for_stderr("listening ")) << r->stderr_so_far();
-    std::smatch m;
-    const std::string err = r->stderr_so_far();
-    *port = std::regex_search(err, m, std::regex("listening ([0-9]+)")) ? std::stoi(m[1]) : 0;
-    return r;
-}
-
-std::vector<json> json_lines(const std::string &text) {
-    std::vector<json> out;
-    size_t from = 0;
-    while (from < text.size()) {
-        const size_t nl = text.find('\n', from);
-        const std::string line = text.substr(from, nl == std::string::npos ? nl : nl - from);
-        from = nl == std::string::npos ? text.size() : nl + 1;
-        if (!line.empty()) {
-            out.push_back(json::parse(line));
-        }
-    }
-    return out;
-}
-
-std::string int_attr(const json &span, const std::string &key) {
-    const auto &a = span["attributes"];
-    return a.contains(key) && a[key].is_object() ? a[key]["int"].get<std::string>() : "(none)";
-}
-
-std::string str_attr(const json &span, const std::string &key) {
-    const auto &a = span["attributes"];
-    return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : "(none)";
-}
 
 class ServerOtlp : public ServerTraceTest {};
 

@@ -4,13 +4,17 @@
 // that is not mysqltrace's: the protobuf classes @opentelemetry/otlp-transformer
 // generated from the official opentelemetry-proto files (protobufjs).
 //
-//   otlp_receiver.js --port N --out FILE [--sleep-ms MS] [--status CODE]
+//   otlp_receiver.js --port N --out FILE [--metrics-out MFILE] [--sleep-ms MS]
+//                    [--status CODE]
 //     serves POST /v1/traces; each request body is decoded and its spans are
 //     appended to FILE, one JSON line per span; a body that does not decode
-//     is answered 400 and written as {"error": ...}. --sleep-ms delays every
-//     answer (a slow collector), --status answers every request with CODE
-//     (after reading it) instead. Prints "listening <port>" on stderr when
-//     ready.
+//     is answered 400 and written as {"error": ...}. POST /v1/metrics: an
+//     ExportMetricsServiceRequest, decoded the same way, one JSON line per
+//     data point appended to MFILE (without --metrics-out: decoded, a body
+//     that does not decode written to FILE as an error). --sleep-ms delays
+//     every answer (a slow collector), --status answers every request with
+//     CODE (after reading it) instead. Prints "listening <port>" on stderr
+//     when ready.
 //   otlp_receiver.js --decode FILE
 //     decodes FILE, one ExportTraceServiceRequest per line (--format otlp),
 //     and prints the spans as above.
@@ -28,6 +32,7 @@ const assert = require('assert');
 const root = require('@opentelemetry/otlp-transformer/build/src/generated/root.js');
 
 const Request = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+const MetricsRequest = root.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
 const toObjectOptions = { longs: String, enums: Number, bytes: String };
 
 // OTLP JSON ids are hex; protobuf JSON's bytes are base64. `to` converts one
@@ -120,6 +125,53 @@ function decode(text) {
     return spans;
 }
 
+// Decodes one ExportMetricsServiceRequest body (text); returns flat data
+// points. Only the histograms mysqltrace sends are expected.
+function decodeMetrics(text) {
+    const json = JSON.parse(text);
+    const message = MetricsRequest.fromObject(JSON.parse(text));
+    const problem = MetricsRequest.verify(message);
+    if (problem) {
+        throw new Error('verify: ' + problem);
+    }
+    const back = MetricsRequest.toObject(message, toObjectOptions);
+    assert.deepStrictEqual(back, json, 'the request does not read back as sent');
+    const wire = MetricsRequest.encode(message).finish();
+    const again = MetricsRequest.toObject(MetricsRequest.decode(wire), toObjectOptions);
+    assert.deepStrictEqual(again, json, 'the request does not survive the binary encoding');
+    const points = [];
+    for (const rm of back.resourceMetrics || []) {
+        const resource = attributes(rm.resource && rm.resource.attributes);
+        for (const sm of rm.scopeMetrics || []) {
+            for (const m of sm.metrics || []) {
+                if (!m.histogram) {
+                    throw new Error('metric ' + m.name + ' is not a histogram');
+                }
+                for (const p of m.histogram.dataPoints || []) {
+                    points.push({
+                        resource,
+                        scope: sm.scope,
+                        metric: m.name,
+                        unit: m.unit,
+                        description: m.description,
+                        temporality: m.histogram.aggregationTemporality,
+                        attributes: attributes(p.attributes),
+                        start: p.startTimeUnixNano,
+                        time: p.timeUnixNano,
+                        count: p.count,
+                        sum: p.sum,
+                        min: p.min,
+                        max: p.max,
+                        bucketCounts: p.bucketCounts,
+                        explicitBounds: p.explicitBounds,
+                    });
+                }
+            }
+        }
+    }
+    return points;
+}
+
 function lines(spans) {
     return spans.map((s) => JSON.stringify(s) + '\n').join('');
 }
@@ -142,6 +194,7 @@ if (arg('--decode') !== undefined) {
     process.stdout.write(out);
 } else {
     const outFile = arg('--out');
+    const metricsFile = arg('--metrics-out');
     const sleepMs = Number(arg('--sleep-ms') || 0);
     const status = Number(arg('--status') || 0);
     const server = http.createServer((req, res) => {
@@ -149,14 +202,40 @@ if (arg('--decode') !== undefined) {
         req.on('data', (c) => chunks.push(c));
         req.on('end', () => {
             const answer = () => {
+                const metrics = req.url === '/v1/metrics';
                 if (status) {
-                    fs.appendFileSync(outFile, JSON.stringify({ refused: status }) + '\n');
+                    const file = metrics ? metricsFile : outFile;
+                    if (file) {
+                        fs.appendFileSync(file, JSON.stringify({ refused: status }) + '\n');
+                    }
                     res.writeHead(status, { 'Content-Type': 'application/json' });
                     res.end('{}');
                     return;
                 }
                 let code = 200;
                 let text;
+                if (metrics) {
+                    let file = metricsFile;
+                    try {
+                        if (req.method !== 'POST') {
+                            throw new Error(`${req.method} ${req.url}`);
+                        }
+                        if (req.headers['content-type'] !== 'application/json') {
+                            throw new Error('Content-Type ' + req.headers['content-type']);
+                        }
+                        text = lines(decodeMetrics(Buffer.concat(chunks).toString('utf8')));
+                    } catch (e) {
+                        code = 400;
+                        text = JSON.stringify({ error: String(e.message || e) }) + '\n';
+                        file = file || outFile;
+                    }
+                    if (file) {
+                        fs.appendFileSync(file, text);
+                    }
+                    res.writeHead(code, { 'Content-Type': 'application/json' });
+                    res.end('{}');
+                    return;
+                }
                 try {
                     if (req.method !== 'POST' || req.url !== '/v1/traces') {
                         throw new Error(`${req.method} ${req.url}`);

@@ -18,7 +18,7 @@ const std::string kPath = "/etc/mysqltrace/agent.conf";
 const std::string kKnown =
     "(known: output_dir, rescan_ms, socket_prefix, metrics_listen, control_socket, max_classes, "
     "enabled, formats, stages, "
-    "rotate_size, rotate_keep, ring_kib, max_sql, show_secrets, locks)";
+    "rotate_size, rotate_keep, ring_kib, max_sql, show_secrets, locks, otlp)";
 
 AgentOptions base(std::vector<Setting> command_line = {}) {
     AgentOptions a = agent_defaults();
@@ -80,7 +80,8 @@ TEST(AgentConfig, EveryKey) {
         "socket_prefix = /run/shop/\n"
         "metrics_listen = [::1]:9715\n"
         "control_socket =\n"
-        "max_classes = 20\n",
+        "max_classes = 20\n"
+        "otlp = http://127.0.0.1:4318/prefix\n",
         kPath, base());
     ASSERT_TRUE(r) << r.error().message;
     const auto &o = r->defaults.opts;
@@ -101,7 +102,8 @@ TEST(AgentConfig, EveryKey) {
     EXPECT_EQ(r->config_path, kPath);
     EXPECT_EQ(describe_settings(r->defaults),
               "enabled=yes formats=json,slowlog stages=off rotate_size=2097152 rotate_keep=0 "
-              "ring_kib=4 max_sql=0 show_secrets=yes locks=yes");
+              "ring_kib=4 max_sql=0 show_secrets=yes locks=yes "
+              "otlp=http://127.0.0.1:4318/prefix");
 }
 
 TEST(AgentConfig, ErrorsNameFileLineAndKey) {
@@ -117,6 +119,12 @@ TEST(AgentConfig, ErrorsNameFileLineAndKey) {
               at + "2: key 'enabled': 'maybe' is not yes or no");
     EXPECT_EQ(error_of("[agent]\nshow_secrets = 2\n"),
               at + "2: key 'show_secrets': '2' is not yes or no");
+    for (const char *bad : {"localhost:4318", "ftp://h", "http://", "http:///v1"}) {
+        EXPECT_EQ(error_of(std::string("[server port=3307]\notlp = ") + bad + "\n"),
+                  at + "2: key 'otlp': '" + bad +
+                      "' is not the collector's base URL, http://HOST:PORT or "
+                      "https://HOST:PORT (4318 is OTLP/HTTP's port)");
+    }
     EXPECT_EQ(error_of("[agent]\nrotate_size = 10T\n"),
               at + "2: key 'rotate_size': '10T' is not a size (bytes, or with a k, M or G suffix)");
     EXPECT_EQ(error_of("[agent]\nrotate_size = M\n"),
@@ -245,7 +253,7 @@ TEST(AgentConfig, Precedence) {
     EXPECT_EQ(matched, "");
     EXPECT_EQ(describe_settings(s),
               "enabled=yes formats=json stages=off rotate_size=104857600 rotate_keep=5 "
-              "ring_kib=1024 max_sql=1000 show_secrets=no locks=no");
+              "ring_kib=1024 max_sql=1000 show_secrets=no locks=no otlp=");
     EXPECT_EQ(s.opts.output_dir, "/var/log/mysqltrace");
     // Two sections, the later one's max_sql over the earlier one's.
     s = settings_for(*r, labels(3307), &matched);
@@ -311,6 +319,7 @@ TEST(AgentConfig, EffectiveConfig) {
                                         "max_sql = 65536\n"
                                         "show_secrets = no\n"
                                         "locks = no\n"
+                                        "otlp =\n"
                                         "\n"
                                         "[server port=3307]  # line 3\n"
                                         "stages = off  # the command line's value wins\n"

@@ -183,6 +183,7 @@ void Agent::attach(const ProcessLabels &labels) {
     // line is traced.
     say("attached " + describe(a.server->labels()) + " dir=" + a.server->dir() +
         " formats=" + formats_of(settings.opts) +
+        (settings.opts.otlp.empty() ? "" : " otlp=" + settings.opts.otlp) +
         " probes=" + std::to_string(a.server->probe_count()) + " (" + a.server->path_note() + ")");
     for (const auto &n : notes) {
         say("pid=" + std::to_string(pid) + ": " + n);

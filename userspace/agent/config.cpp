@@ -25,7 +25,7 @@ constexpr const char *kGlobalKeys[] = {"output_dir",     "rescan_ms",      "sock
 // [agent] (every server's default) or [server ...] (those it matches).
 constexpr const char *kServerKeys[] = {"enabled",     "formats",      "stages",
                                        "rotate_size", "rotate_keep",  "ring_kib",
-                                       "max_sql",     "show_secrets", "locks"};
+                                       "max_sql",     "show_secrets", "locks", "otlp"};
 constexpr const char *kLabels[] = {"port", "socket", "unit", "flavour", "container"};
 
 template <size_t N>
@@ -112,6 +112,17 @@ std::string set_server_key(ServerSettings &s, const std::string &key, const std:
             return "'" + value + "' is not yes or no";
         }
         (key == "enabled" ? s.enabled : key == "locks" ? o.locks : o.show_secrets) = *b;
+    } else if (key == "otlp") {
+        // "" (off) or the collector's base URL, as `server --otlp` takes it.
+        const size_t colon = value.find("://");
+        const std::string scheme = colon == std::string::npos ? "" : value.substr(0, colon);
+        if (!value.empty() && ((scheme != "http" && scheme != "https") ||
+                               value.size() == colon + 3 || value[colon + 3] == '/')) {
+            return "'" + value +
+                   "' is not the collector's base URL, http://HOST:PORT or https://HOST:PORT "
+                   "(4318 is OTLP/HTTP's port)";
+        }
+        o.otlp = value;
     } else if (key == "formats") {
         bool json = false, slowlog = false;
         std::istringstream in(value);
@@ -465,7 +476,8 @@ std::vector<std::pair<std::string, std::string>> server_values(const ServerSetti
             {"ring_kib", std::to_string(o.ring_bytes_per_cpu >> 10)},
             {"max_sql", std::to_string(o.max_sql)},
             {"show_secrets", yes_no(o.show_secrets)},
-            {"locks", yes_no(o.locks)}};
+            {"locks", yes_no(o.locks)},
+            {"otlp", o.otlp}};
 }
 
 }  // namespace

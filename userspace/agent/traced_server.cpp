@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "agent/traced_server.h"
 
+#include <unistd.h>
+
 #include <sys/stat.h>
 
 #include <cctype>
@@ -8,6 +10,7 @@
 
 #include "bpf/ring_set.h"
 #include "doctor/trace_plan.h"
+#include "mysqltrace/version.h"
 #include "server/hooks.h"
 #include "sql/redact.h"
 #include "trace/trace_loop.h"
@@ -176,6 +179,30 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
             notes.push_back("locks on this build: " + k.missing);
         }
     }
+    if (!opts.otlp.empty()) {
+        // The spans describe the server: it is the service.
+        output::OtlpResource r;
+        r.db_system = s->labels_.flavour == "mariadb" ? "mariadb" : "mysql";
+        r.service_name = r.db_system;
+        r.pid = static_cast<uint32_t>(pid);
+        char exe[4096];
+        const ssize_t n =
+            readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof(exe) - 1);
+        if (n > 0) {
+            const std::string path(exe, static_cast<size_t>(n));
+            r.executable = path.substr(path.rfind('/') + 1);
+        }
+        r.host_name = output::otlp_host_name();
+        if (!s->labels_.process.ports.empty()) {
+            r.port = s->labels_.process.ports.front();
+        }
+        r.version = MYSQLTRACE_VERSION;
+        auto sink = output::OtlpSink::open(std::move(r), nullptr, opts.otlp, 64);
+        if (!sink) {
+            return sink.error();
+        }
+        s->otlp_ = std::move(sink).value();
+    }
     return s;
 }
 
@@ -204,6 +231,9 @@ void TracedServer::on_statement(const server::Statement &st) {
     }
     if (slowlog_) {
         slowlog_->write(slow_.statement(st, tracer_->accounts().of(st.thread_id)));
+    }
+    if (otlp_) {
+        otlp_->statement(st, *render_, {});
     }
 }
 
@@ -250,6 +280,9 @@ void TracedServer::tick() {
             locks_->prune(now - kIdleNs);
         }
     }
+    if (otlp_) {
+        otlp_->tick();
+    }
     for (auto *f : {json_.get(), slowlog_.get()}) {
         if (f != nullptr) {
             f->flush();
@@ -280,6 +313,10 @@ std::string TracedServer::finish() {
         if (f != nullptr && f->failed()) {
             s += "; " + f->name() + " stopped after a write error";
         }
+    }
+    if (otlp_) {
+        // A collector that is down holds the agent's end 3 s at most.
+        s += ", " + otlp_->finish(std::chrono::seconds(3));
     }
     return s;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/discovery.h"
+#include "output/otlp_sink.h"
 #include "output/output_file.h"
 #include "output/server_render.h"
 #include "output/slowlog.h"
@@ -63,6 +64,9 @@ struct TracedServerOptions {
     size_t max_classes = 500;
     // Lock waits (server --locks' probes), for live_lock_waits().
     bool locks = false;
+    // The OTLP collector's base URL its statements go to as spans, with
+    // their durations as a histogram ("": none; output::OtlpSink).
+    std::string otlp;
     bool operator==(const TracedServerOptions &) const = default;
 };
 
@@ -116,6 +120,7 @@ class TracedServer {
     std::unique_ptr<output::StatementStats> stats_;
     std::unique_ptr<server::LockTracker> locks_;
     std::unique_ptr<server::StatementTracer> tracer_;
+    std::unique_ptr<output::OtlpSink> otlp_;
     uint64_t statements_ = 0, failed_ = 0;
     bool show_secrets_ = false;
 };

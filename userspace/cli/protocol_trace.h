@@ -20,19 +20,26 @@ struct ProtocolArgs : TraceArgs {
     bool show_secrets = false;
     bool no_summary = false;
     bool summary_only = false;
+    std::string otlp;  // the collector's base URL
+    size_t otlp_queue = 64;
+    pid_t server_pid = 0;  // --server-pid: its statements as children of the client spans
 };
 
-// --format text|json, --output, --duration, --ring-kib, --snaplen, --dump,
-// --show-secrets, --no-summary, --summary-only.
+// --format text|json|otlp, --output, --duration, --ring-kib, --snaplen,
+// --dump, --show-secrets, --no-summary, --summary-only, --otlp,
+// --otlp-queue, --server-pid.
 void add_protocol_options(CLI::App *cmd, ProtocolArgs &a);
 
 struct ProtocolSession {
     std::vector<pid_t> pids;
     bool follow_forks = false;
     bool tls = true;
-    std::string shim_path;   // non-empty: the shim's probes (`run`)
-    bool shim_api = true;    // with the shim: its API call probes too
-    std::string banner;      // "tracing MySQL connections of pid 42"
+    std::string shim_path;  // non-empty: the shim's probes (`run`)
+    bool shim_api = true;   // with the shim: its API call probes too
+    std::string banner;     // "tracing MySQL connections of pid 42"
+    // The program of pids.front(), when /proc does not say it yet (`run`'s
+    // command before its exec): its spans' service.name.
+    std::string executable;
     bool to_stderr = false;  // without --output: events to stderr, not stdout
     // End when the first pid exits, even if followed children live on.
     bool end_with_first = false;

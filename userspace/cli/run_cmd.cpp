@@ -88,6 +88,7 @@ int run_run(const RunArgs &a, const GlobalOptions &g) {
     s.pids = {child.pid()};
     s.follow_forks = true;
     s.shim_path = *shim;
+    s.executable = std::filesystem::path(a.argv.front()).filename().string();
     s.shim_api = !a.no_api;
     s.end_with_first = true;
     s.to_stderr = true;

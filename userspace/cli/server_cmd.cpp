@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/server_duty.h"
 #include "cli/server_otlp.h"
+#include "output/otlp_sink.h"
 #include "doctor/trace_plan.h"
 #include "output/lock_render.h"
 #include "output/output_file.h"
@@ -215,9 +216,10 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         d.user = a.user;
         return run_server_duty(*target, opts, d, a, g, o);
     }
-    std::unique_ptr<OtlpSink> otlp;
+    std::unique_ptr<output::OtlpSink> otlp;
     if (otlp_file || !a.otlp.empty()) {
-        auto sink = OtlpSink::open(*target, a.pid, otlp_file ? &o : nullptr, a.otlp, a.otlp_queue);
+        auto sink = output::OtlpSink::open(server_otlp_resource(*target, a.pid),
+                                           otlp_file ? &o : nullptr, a.otlp, a.otlp_queue);
         if (!sink) {
             std::cerr << "mysqltrace: " << sink.error().message << "\n";
             return kExitUsage;
@@ -430,7 +432,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                        : opts.stages == server::StageMode::sampled ? "statements and sampled stages"
                                                                    : "statements";
     if (otlp && !a.otlp.empty()) {
-        std::cerr << "mysqltrace: exporting spans to " << otlp->endpoint() << " (OTLP/HTTP JSON)\n";
+        std::cerr << output::otlp_export_lines(otlp->channel());
     }
     trace::block_stop_signals();
     std::cerr << "mysqltrace: tracing " << what << " of pid " << a.pid << " ("
@@ -607,7 +609,10 @@ void register_server(CLI::App &app, const GlobalOptions &global, RunFn &run) {
            "a statement whose sqlcommenter comment carries a W3C traceparent joins that trace. "
            "Batches of up to 512 spans are sent from a thread of their own through a bounded "
            "queue: a collector that is down or slow costs dropped spans (counted at the end), "
-           "never a stalled trace. --format otlp writes the same batches as JSON lines")
+           "never a stalled trace. --format otlp writes the same batches as JSON lines. "
+           "Statement durations also go to /v1/metrics as the histogram "
+           "mysqltrace.server.operation.duration, every OTEL_METRIC_EXPORT_INTERVAL ms (60000) "
+           "and at the end")
         ->option_text("URL");
     cmd->add_option("--otlp-queue", a->otlp_queue,
                     "--otlp: batches (of up to 512 spans, or a second's) that may wait for the "

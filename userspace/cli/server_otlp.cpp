@@ -5,28 +5,12 @@
 
 #include "agent/discovery.h"
 #include "mysqltrace/version.h"
+#include "output/otlp_channel.h"
 #include "server/hooks.h"
 
 namespace mysqltrace::cli {
 
-namespace {
-
-// Spans per batch: the OpenTelemetry SDKs' default export batch size.
-constexpr size_t kBatchSpans = 512;
-
-std::string host_name() {
-    char buf[256] = {};
-    if (gethostname(buf, sizeof(buf) - 1) != 0) {
-        return "";
-    }
-    return buf;
-}
-
-}  // namespace
-
-Result<std::unique_ptr<OtlpSink>> OtlpSink::open(const server::ServerTarget &target, pid_t pid,
-                                                 output::OutputFile *file, const std::string &url,
-                                                 size_t queue) {
+output::OtlpResource server_otlp_resource(const server::ServerTarget &target, pid_t pid) {
     output::OtlpResource r;
     const std::string version = server::server_version(*target.file, pid, target.load_bias);
     const bool mariadb = version.find("MariaDB") != std::string::npos;
@@ -41,7 +25,7 @@ Result<std::unique_ptr<OtlpSink>> OtlpSink::open(const server::ServerTarget &tar
         const std::string path(exe, static_cast<size_t>(n));
         r.executable = path.substr(path.rfind('/') + 1);
     }
-    r.host_name = host_name();
+    r.host_name = output::otlp_host_name();
     agent::ProcessLabels labels;
     labels.id.pid = pid;
     agent::read_listeners(labels);
@@ -49,88 +33,7 @@ Result<std::unique_ptr<OtlpSink>> OtlpSink::open(const server::ServerTarget &tar
         r.port = labels.ports.front();
     }
     r.version = MYSQLTRACE_VERSION;
-    std::unique_ptr<OtlpSink> s(new OtlpSink(std::move(r)));
-    s->file_ = file;
-    if (!url.empty()) {
-        output::OtlpExportOptions opts;
-        opts.max_queued = queue;
-        auto e = output::OtlpExporter::start(url, opts);
-        if (!e) {
-            return e.error();
-        }
-        s->exporter_ = std::move(e).value();
-    }
-    s->batch_started_ = std::chrono::steady_clock::now();
-    return s;
-}
-
-const std::string &OtlpSink::endpoint() const {
-    static const std::string none;
-    return exporter_ ? exporter_->endpoint() : none;
-}
-
-void OtlpSink::statement(const server::Statement &st, output::ServerRenderer &render,
-                         const std::vector<output::NamedWait> &waits) {
-    stages_.clear();
-    for (const auto &r : render.stage_rows(st)) {
-        stages_.push_back({r.name, r.start_ns, r.end_ns});
-    }
-    sampled_.clear();
-    for (const auto &s : st.samples) {
-        sampled_.push_back({render.name_of(s.stage), s.on_cpu, s.switches, s.off_cpu_ns});
-    }
-    if (spans_.spans() == 0) {
-        batch_started_ = std::chrono::steady_clock::now();
-    }
-    spans_.add(st, render.event_name(st), stages_, sampled_, waits);
-    if (spans_.spans() >= kBatchSpans) {
-        flush_batch();
-    }
-}
-
-void OtlpSink::tick() {
-    if (spans_.spans() > 0 &&
-        std::chrono::steady_clock::now() - batch_started_ >= std::chrono::seconds(1)) {
-        flush_batch();
-    }
-}
-
-void OtlpSink::flush_batch() {
-    const size_t n = spans_.spans();
-    if (n == 0) {
-        return;
-    }
-    spans_total_ += n;
-    spans_.take(request_);
-    if (file_ != nullptr) {
-        request_ += '\n';
-        file_->write(request_);
-        request_.pop_back();
-    }
-    if (exporter_) {
-        exporter_->send(std::move(request_), n);
-        request_ = std::string();
-    }
-}
-
-std::string OtlpSink::finish(std::chrono::milliseconds grace) {
-    flush_batch();
-    std::string out = std::to_string(spans_total_) + " spans";
-    if (!exporter_) {
-        return out;
-    }
-    exporter_->stop(grace);
-    const auto s = exporter_->stats();
-    out += " (OTLP " + exporter_->endpoint() + ": " + std::to_string(s.sent) + " sent, " +
-           std::to_string(s.dropped) + " dropped (queue full), " + std::to_string(s.failed) +
-           " failed";
-    if (s.retries) {
-        out += ", " + std::to_string(s.retries) + " retries";
-    }
-    if (!s.last_error.empty() && s.sent < spans_total_) {
-        out += "; last error: " + s.last_error;
-    }
-    return out + ")";
+    return r;
 }
 
 }  // namespace mysqltrace::cli

@@ -1,52 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// `server --format otlp` and `server --otlp URL`: statements as OTLP spans,
-// batched, written as JSON lines to the trace's output and/or posted to a
-// collector from a thread of their own.
+// What describes a traced server on its OTLP spans (output::OtlpSink): its
+// flavour from the version its binary holds, its process, its first TCP
+// port.
 #pragma once
 
-#include <chrono>
-#include <memory>
-#include <string>
-#include <vector>
+#include <sys/types.h>
 
 #include "output/otlp.h"
-#include "output/otlp_export.h"
-#include "output/output_file.h"
-#include "output/server_render.h"
 #include "server/server_target.h"
-#include "util/result.h"
 
 namespace mysqltrace::cli {
 
-class OtlpSink {
-  public:
-    // `file`: where --format otlp writes (null: no file); `url`: --otlp
-    // ("": no export), with at most `queue` batches waiting.
-    static Result<std::unique_ptr<OtlpSink>> open(const server::ServerTarget &target, pid_t pid,
-                                                  output::OutputFile *file, const std::string &url,
-                                                  size_t queue);
-    // The statement's spans, into the batch; a full batch goes out.
-    void statement(const server::Statement &st, output::ServerRenderer &render,
-                   const std::vector<output::NamedWait> &waits);
-    // The flush tick: a batch older than a second goes out.
-    void tick();
-    // The last batch out, the exporter stopped (waiting at most `grace` for
-    // the collector); what was sent, dropped and failed, for the end line.
-    std::string finish(std::chrono::milliseconds grace);
-    const std::string &endpoint() const;
-
-  private:
-    OtlpSink(output::OtlpResource r) : spans_(std::move(r)) {}
-    void flush_batch();
-
-    output::OtlpSpans spans_;
-    output::OutputFile *file_ = nullptr;
-    std::unique_ptr<output::OtlpExporter> exporter_;
-    std::string request_;
-    std::vector<output::OtlpStage> stages_;
-    std::vector<output::OtlpSampledStage> sampled_;
-    std::chrono::steady_clock::time_point batch_started_;
-    uint64_t spans_total_ = 0;
-};
+output::OtlpResource server_otlp_resource(const server::ServerTarget &target, pid_t pid);
 
 }  // namespace mysqltrace::cli

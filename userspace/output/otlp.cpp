@@ -9,20 +9,15 @@
 
 #include "mysql/commands.h"
 #include "output/json_writer.h"
+#include "output/otlp_json.h"
 #include "sql/tables.h"
 
 namespace mysqltrace::output {
 
 namespace {
 
-// OTLP's SpanKind and Status.StatusCode; Span.flags bits 8 and 9 say
-// whether the parent is remote (trace.proto).
-constexpr int kSpanKindInternal = 1;
-constexpr int kSpanKindServer = 2;
-constexpr int kStatusError = 2;
-constexpr uint32_t kFlagHasIsRemote = 0x100;
-constexpr uint32_t kFlagIsRemote = 0x200;
-constexpr uint8_t kSampled = 0x01;
+using namespace otlp;
+
 constexpr size_t kMaxEvents = 128;
 
 int hex_digit(char c) {
@@ -161,70 +156,6 @@ bool comment_pairs(std::string_view body, std::vector<std::pair<std::string, std
     return !out.empty();
 }
 
-uint64_t realtime_offset() {
-    timespec r{}, m{};
-    clock_gettime(CLOCK_REALTIME, &r);
-    clock_gettime(CLOCK_MONOTONIC, &m);
-    const auto ns = [](const timespec &t) {
-        return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull +
-               static_cast<uint64_t>(t.tv_nsec);
-    };
-    return ns(r) - ns(m);
-}
-
-// Protobuf JSON: 64-bit integers are strings.
-void int64_string(JsonWriter &j, std::string_view key, uint64_t v) {
-    char buf[24];
-    const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-    j.field(key, std::string_view(buf, static_cast<size_t>(r.ptr - buf)));
-}
-
-// An attribute list, written as raw bytes between JsonWriter's
-// begin_array() and end_array() (which keep no state inside it): the
-// KeyValue and AnyValue wrappers are fixed text, and a span has some twenty
-// of them (writing them key by key was the largest cost of a span). Keys
-// are literals: not escaped.
-class Attrs {
-  public:
-    explicit Attrs(std::string &out) : out_(out) {}
-    void str(std::string_view key, std::string_view v) {
-        open(key);
-        out_ += R"(","value":{"stringValue":)";
-        append_json_string(out_, v);
-        out_ += "}}";
-    }
-    void integer(std::string_view key, uint64_t v) {
-        open(key);
-        out_ += R"(","value":{"intValue":")";
-        char buf[24];
-        const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-        out_.append(buf, r.ptr);
-        out_ += "\"}}";
-    }
-
-  private:
-    void open(std::string_view key) {
-        if (!first_) {
-            out_ += ',';
-        }
-        first_ = false;
-        out_ += R"({"key":")";
-        out_ += key;
-    }
-    std::string &out_;
-    bool first_ = true;
-};
-
-void hex_field(JsonWriter &j, std::string_view key, const uint8_t *bytes, size_t n) {
-    static const char digits[] = "0123456789abcdef";
-    char buf[32];
-    for (size_t i = 0; i < n && i < 16; i++) {
-        buf[2 * i] = digits[bytes[i] >> 4];
-        buf[2 * i + 1] = digits[bytes[i] & 15];
-    }
-    j.field(key, std::string_view(buf, std::min<size_t>(n, 16) * 2));
-}
-
 std::string upper_words(std::string_view s) {
     std::string out(s);
     for (char &c : out) {
@@ -320,17 +251,21 @@ std::string sql_operation(std::string_view text) {
 
 }  // namespace
 
-std::string operation_name(const server::Statement &st) {
+std::string command_operation(uint8_t command, const std::string *text) {
     // A query, or a prepared statement's text (prepare, execute, fetch).
-    if (ServerRenderer::has_text(st) &&
-        (st.command == 3 || st.command == 22 || st.command == mysql::kComStmtExecute ||
-         st.command == 28 || st.command == mysql::kComStmtBulkExecute)) {
-        std::string op = sql_operation(st.text);
+    if (text != nullptr && (command == mysql::kComQuery || command == mysql::kComStmtPrepare ||
+                            command == mysql::kComStmtExecute || command == 28 ||
+                            command == mysql::kComStmtBulkExecute)) {
+        std::string op = sql_operation(*text);
         if (!op.empty()) {
             return op;
         }
     }
-    return mysql::command_name(st.command);
+    return mysql::command_name(command);
+}
+
+std::string operation_name(const server::Statement &st) {
+    return command_operation(st.command, ServerRenderer::has_text(st) ? &st.text : nullptr);
 }
 
 namespace {
@@ -338,6 +273,8 @@ namespace {
 std::string spelled(const sql::TableName &t) {
     return t.schema.empty() ? t.name : t.schema + "." + t.name;
 }
+
+}  // namespace
 
 std::string summary_of(std::string_view operation, const std::vector<sql::TableName> &tables) {
     // The tables in order of appearance, each once, as the text names them;
@@ -359,16 +296,13 @@ std::string summary_of(std::string_view operation, const std::vector<sql::TableN
     return out;
 }
 
-// db.collection.name: the one table every reference names (unqualified ones
-// in the statement's schema), as the text first spells it; none when the
-// text was cut and the rest could name more.
-bool one_table(const server::Statement &st, const std::vector<sql::TableName> &tables,
-               std::string *out) {
-    if (tables.empty() || st.truncated()) {
+bool one_collection(const std::vector<sql::TableName> &tables, std::string_view db, bool truncated,
+                    std::string *out) {
+    if (tables.empty() || truncated) {
         return false;
     }
     auto full = [&](const sql::TableName &t) {
-        return sql::TableName{t.schema.empty() ? st.db : t.schema, t.name};
+        return sql::TableName{t.schema.empty() ? std::string(db) : t.schema, t.name};
     };
     const auto first = full(tables.front());
     for (const auto &t : tables) {
@@ -380,8 +314,6 @@ bool one_table(const server::Statement &st, const std::vector<sql::TableName> &t
     return true;
 }
 
-}  // namespace
-
 std::string query_summary(const server::Statement &st, std::string_view operation) {
     if (!ServerRenderer::has_text(st)) {
         return std::string(operation);
@@ -389,8 +321,7 @@ std::string query_summary(const server::Statement &st, std::string_view operatio
     return summary_of(operation, sql::statement_tables(st.text));
 }
 
-OtlpSpans::OtlpSpans(OtlpResource r, uint64_t seed)
-    : offset_ns_(realtime_offset()), rng_(seed ? seed : std::random_device{}()) {
+OtlpSpans::OtlpSpans(OtlpResource r, uint64_t seed) : offset_ns_(realtime_offset()), ids_(seed) {
     JsonWriter j(head_);
     j.begin_object();
     j.key("resourceSpans");
@@ -400,7 +331,7 @@ OtlpSpans::OtlpSpans(OtlpResource r, uint64_t seed)
     j.begin_object();
     j.key("attributes");
     j.begin_array();
-    Attrs attrs(head_);
+    Attrs attrs(resource_attrs_);
     attrs.str("service.name", r.service_name);
     attrs.str("db.system.name", r.db_system);
     attrs.integer("process.pid", r.pid);
@@ -410,6 +341,7 @@ OtlpSpans::OtlpSpans(OtlpResource r, uint64_t seed)
     if (!r.host_name.empty()) {
         attrs.str("host.name", r.host_name);
     }
+    head_ += resource_attrs_;
     j.end_array();
     j.end_object();
     j.key("scopeSpans");
@@ -427,35 +359,26 @@ OtlpSpans::OtlpSpans(OtlpResource r, uint64_t seed)
     resource_ = std::move(r);
 }
 
-void OtlpSpans::new_id(uint8_t *bytes, size_t n) {
-    do {
-        for (size_t i = 0; i < n; i += 8) {
-            const uint64_t v = rng_();
-            for (size_t k = 0; k < 8 && i + k < n; k++) {
-                bytes[i + k] = static_cast<uint8_t>(v >> (8 * k));
-            }
-        }
-    } while (std::all_of(bytes, bytes + n, [](uint8_t b) { return b == 0; }));
-}
-
 void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
                     const std::vector<OtlpStage> &stages,
                     const std::vector<OtlpSampledStage> &sampled,
-                    const std::vector<NamedWait> &waits) {
+                    const std::vector<NamedWait> &waits, const TraceParent *client) {
     uint8_t trace_id[16], span_id[8];
     uint32_t flags = kSampled | kFlagHasIsRemote;
     const bool text = ServerRenderer::has_text(st);
     std::optional<TraceParent> parent;
-    if (text) {
+    if (client != nullptr) {
+        parent = *client;
+    } else if (text) {
         parent = sqlcommenter_traceparent(st.text);
     }
     if (parent) {
         std::copy(parent->trace_id.begin(), parent->trace_id.end(), trace_id);
-        flags = parent->flags | kFlagHasIsRemote | kFlagIsRemote;
+        flags = parent->flags | kFlagHasIsRemote | (parent->remote ? kFlagIsRemote : 0);
     } else {
-        new_id(trace_id, sizeof(trace_id));
+        ids_.fill(trace_id, sizeof(trace_id));
     }
-    new_id(span_id, sizeof(span_id));
+    ids_.fill(span_id, sizeof(span_id));
     const std::string operation = operation_name(st);
     tables_.clear();
     if (text) {
@@ -494,11 +417,15 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
     }
     attrs.str("db.query.summary", summary);
     attrs.str("db.operation.name", operation);
-    if (one_table(st, tables_, &scratch_)) {
-        attrs.str("db.collection.name", scratch_);
+    std::string_view collection;
+    if (one_collection(tables_, st.db, st.truncated(), &collection_)) {
+        collection = collection_;
+        attrs.str("db.collection.name", collection);
     }
+    std::string_view status_code;
     if (st.failed()) {
         scratch_ = std::to_string(st.error);
+        status_code = scratch_;
         attrs.str("db.response.status_code", scratch_);
         attrs.str("error.type", scratch_);
         attrs.str("mysqltrace.sqlstate", st.sqlstate);
@@ -507,6 +434,21 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
     if (resource_.port != 0) {
         attrs.str("server.address", resource_.host_name);
         attrs.integer("server.port", resource_.port);
+    }
+    if (metrics_ != nullptr) {
+        MetricAttrs m;
+        m.system = resource_.db_system;
+        m.ns = st.db;
+        m.operation = operation;
+        m.collection = collection;
+        m.summary = summary;
+        m.status_code = status_code;
+        if (resource_.port != 0) {
+            m.server_address = resource_.host_name;
+            m.server_port = resource_.port;
+        }
+        metrics_->record(DurationMetric::server, resource_attrs_, m,
+                         static_cast<double>(st.end_ns - std::min(st.start_ns, st.end_ns)) / 1e9);
     }
     attrs.integer("mysqltrace.connection.id", st.thread_id);
     attrs.integer("thread.id", st.tid);
@@ -586,7 +528,7 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
     const uint32_t child_flags = (flags & 0xff) | kFlagHasIsRemote;
     for (const auto &s : stages) {
         uint8_t stage_id[8];
-        new_id(stage_id, sizeof(stage_id));
+        ids_.fill(stage_id, sizeof(stage_id));
         body_ += ',';
         spans_++;
         JsonWriter c(body_);

@@ -10,12 +10,13 @@
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "output/clock.h"
+#include "output/otlp_json.h"
+#include "output/otlp_metrics.h"
 #include "output/server_render.h"
 #include "server/statement.h"
 #include "sql/tables.h"
@@ -28,6 +29,9 @@ struct TraceParent {
     std::array<uint8_t, 8> parent_id{};
     uint8_t flags = 0;
     std::string trace_state;  // "" when none came with it
+    // The parent is in another process (the application's span); false for
+    // a client span this tracer wrote itself.
+    bool remote = true;
 };
 
 // The traceparent (and tracestate) of the first sqlcommenter comment in
@@ -67,10 +71,12 @@ class OtlpSpans {
 
     // Appends the statement's span, a child span per exact stage and its
     // waits and sampled stages as span events. `event_name` is
-    // performance_schema's EVENT_NAME of the statement.
+    // performance_schema's EVENT_NAME of the statement. `client`: the span
+    // of the client command this statement served (same trace, its parent),
+    // which takes precedence over a sqlcommenter traceparent.
     void add(const server::Statement &st, std::string_view event_name,
              const std::vector<OtlpStage> &stages, const std::vector<OtlpSampledStage> &sampled,
-             const std::vector<NamedWait> &waits);
+             const std::vector<NamedWait> &waits, const TraceParent *client = nullptr);
     // Spans in the current batch.
     size_t spans() const { return spans_; }
     // The batch as one ExportTraceServiceRequest object (no newline), into
@@ -79,16 +85,19 @@ class OtlpSpans {
 
     // Where monotonic times become unix times (tests fix it).
     void set_realtime_offset(uint64_t offset_ns) { offset_ns_ = offset_ns; }
+    // Each statement's duration into `m` too (null: none).
+    void set_metrics(OtlpMetrics *m) { metrics_ = m; }
 
   private:
-    void new_id(uint8_t *bytes, size_t n);
-
     OtlpResource resource_;
+    std::string resource_attrs_;  // the resource's attribute list, as Attrs writes it
+    OtlpMetrics *metrics_ = nullptr;
+    std::string collection_;
     std::string head_;  // the request up to the spans array
     std::string body_;  // span objects, comma-separated
     size_t spans_ = 0;
     uint64_t offset_ns_;
-    std::mt19937_64 rng_;
+    otlp::IdSource ids_;
     std::string scratch_;
     std::vector<sql::TableName> tables_;
 };
@@ -97,6 +106,18 @@ class OtlpSpans {
 // "SELECT sbtest1" ("INSERT", "CREATE TABLE", ...; a command that is not a
 // query gives its name, "COM_PING").
 std::string operation_name(const server::Statement &st);
+// The same for a command `command` with the statement text `text` (null:
+// none known), client or server side.
+std::string command_operation(uint8_t command, const std::string *text);
+// The summary of an operation on `tables` (in order of appearance, each
+// once, at most 255 characters).
+std::string summary_of(std::string_view operation, const std::vector<sql::TableName> &tables);
+// db.collection.name: the one table every reference names (unqualified ones
+// in schema `db`), as the text first spells it; false when there is none,
+// more than one, or the text was cut (`truncated`) and the rest could name
+// more.
+bool one_collection(const std::vector<sql::TableName> &tables, std::string_view db, bool truncated,
+                    std::string *out);
 std::string query_summary(const server::Statement &st, std::string_view operation);
 
 }  // namespace mysqltrace::output

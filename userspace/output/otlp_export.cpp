@@ -89,7 +89,7 @@ Result<std::unique_ptr<OtlpExporter>> OtlpExporter::start(const std::string &url
     }
     std::unique_ptr<OtlpExporter> e(new OtlpExporter(opts));
     e->scheme_host_port_ = scheme + "://" + hostport;
-    e->path_ = prefix + "/v1/traces";
+    e->path_ = prefix + opts.signal_path;
     e->endpoint_ = e->scheme_host_port_ + e->path_;
     // Signals (Ctrl-C, the end of a trace) are the tracing thread's: the
     // sender starts with all of them blocked, or a SIGINT the trace loop

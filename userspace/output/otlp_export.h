@@ -31,6 +31,8 @@ struct OtlpExportOptions {
     std::chrono::milliseconds max_backoff{5000};  // also caps Retry-After
     std::chrono::milliseconds connect_timeout{2000};
     std::chrono::milliseconds io_timeout{5000};
+    // Appended to the collector's base URL: the signal's OTLP/HTTP path.
+    std::string signal_path = "/v1/traces";
 };
 
 struct OtlpExportStats {
@@ -75,7 +77,8 @@ class BatchQueue {
 class OtlpExporter {
   public:
     // `url`: the collector's base URL, http:// or https://, with an optional
-    // path prefix; "/v1/traces" is appended. Starts the sending thread.
+    // path prefix; opts.signal_path ("/v1/traces") is appended. Starts the
+    // sending thread.
     static Result<std::unique_ptr<OtlpExporter>> start(const std::string &url,
                                                        const OtlpExportOptions &opts = {});
     ~OtlpExporter();

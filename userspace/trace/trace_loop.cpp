@@ -92,6 +92,11 @@ Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &op
     if (add(rings.epoll_fd(), kRings) != 0 || add(sigfd.get(), kSignal) != 0) {
         return make_error(errno, "cannot set up the event loop");
     }
+    for (auto *more : opts.more_rings) {
+        if (add(more->epoll_fd(), kRings) != 0) {
+            return make_error(errno, "cannot set up the event loop");
+        }
+    }
     std::vector<bpf::Fd> pidfds;
     size_t alive = 0;
     for (size_t i = 0; i < opts.targets.size(); i++) {
@@ -155,6 +160,11 @@ Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &op
         if (!polled) {
             return polled.error();
         }
+        for (auto *more : opts.more_rings) {
+            if (auto p = more->poll(0); !p) {
+                return p.error();
+            }
+        }
         if (opts.all_exited && opts.all_exited()) {
             return StopReason::targets_exited;
         }
@@ -175,9 +185,18 @@ Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts) {
     }
     const uint64_t until = bpf::monotonic_ns() + static_cast<uint64_t>(opts.grace_ms) * 1'000'000;
     for (uint64_t now = bpf::monotonic_ns(); now < until; now = bpf::monotonic_ns()) {
-        auto polled = rings.poll(static_cast<int>((until - now) / 1'000'000 + 1));
+        const int wait_ms =
+            opts.more_rings.empty()
+                ? static_cast<int>((until - now) / 1'000'000 + 1)
+                : std::min<int>(10, static_cast<int>((until - now) / 1'000'000 + 1));
+        auto polled = rings.poll(wait_ms);
         if (!polled) {
             return polled.error();
+        }
+        for (auto *more : opts.more_rings) {
+            if (auto p = more->poll(0); !p) {
+                return p.error();
+            }
         }
     }
     return stop;

@@ -37,6 +37,9 @@ struct LoopOptions {
     // The reading thread's nice value, set when the loop starts (0: left as
     // it is). Threads and processes started before keep their own.
     int reader_nice = 0;
+    // Further rings drained by the same loop (a server traced alongside the
+    // clients: `client --server-pid`).
+    std::vector<bpf::RingSet *> more_rings;
 };
 
 // "0 records dropped", or with the reasons: ring buffers full, or every

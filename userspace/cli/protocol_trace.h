@@ -30,6 +30,7 @@ struct ProtocolSession {
     std::vector<pid_t> pids;
     bool follow_forks = false;
     bool tls = true;
+    bool java_agent = true;  // load the Java agent into JVMs (client/java_agent.h)
     std::string shim_path;   // non-empty: the shim's probes (`run`)
     bool shim_api = true;    // with the shim: its API call probes too
     std::string banner;      // "tracing MySQL connections of pid 42"

@@ -50,7 +50,10 @@ class ClientJava : public ::testing::TestWithParam<ServerFlavour> {
 
     std::vector<std::string> client(bool tcp, const std::vector<std::string> &extra = {},
                                     Agent agent = Agent::none) const {
-        std::vector<std::string> argv = {kJava};
+        // The JDK's own classes are not verified by default: the agent's
+        // rewritten methods must pass the verifier all the same.
+        std::vector<std::string> argv = {kJava, "-XX:+UnlockDiagnosticVMOptions",
+                                         "-XX:+BytecodeVerificationLocal"};
         if (agent == Agent::at_start) {
             argv.push_back("-javaagent:" + kAgentDir + "/mysqltrace-agent.jar");
         }
@@ -188,6 +191,35 @@ TEST_P(ClientJavaTls, AttachMidConnection) {
     // the already loaded stream classes are retransformed, and the socket
     // is learnt from the syscalls of the first write after the attach.
     check("java_tls_mid_connection", client(true, {"--ssl"}), kAfterAttach, kBeforeTrace);
+}
+
+TEST_P(ClientJavaTls, AttachDisabledIsAWarning) {
+    // A JVM that refuses attaching gets no agent (and no SIGQUIT, which
+    // would print a thread dump on its stdout): a warning, and the plain
+    // part of the trace.
+    auto argv = client(true, {"--ssl"});
+    argv.insert(argv.begin() + 1, "-XX:+DisableAttachMechanism");
+    GatedClient c(argv);
+    c.open_gate();
+    EXPECT_EQ(c.command("ping"), "error 0 not connected");
+    const std::string pid = std::to_string(c.pid());
+    BackgroundCommand tracer({MYSQLTRACE_BINARY, "client", "--pid", pid, "--output", out_});
+    ASSERT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop")) << tracer.stderr_so_far();
+    EXPECT_EQ(c.command("connect"), "ok");
+    EXPECT_EQ(c.command("query select 'secret'"), "ok 1 1");
+    EXPECT_EQ(c.command("quit"), "ok");
+    EXPECT_EQ(c.finish(), 0);
+    auto r = tracer.wait();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("mysqltrace: warning: JVM " + pid +
+                         " was started with -XX:+DisableAttachMechanism; the cleartext of its "
+                         "TLS connections is not seen\n"),
+              std::string::npos)
+        << r.err;
+    const std::string trace = read_file(out_);
+    EXPECT_NE(trace.find("SSL request; client capabilities: 0x1beab82"), std::string::npos)
+        << trace;
+    EXPECT_EQ(trace.find("secret"), std::string::npos) << trace;
 }
 
 TEST_P(ClientJavaTls, BigStatementAndResult) {

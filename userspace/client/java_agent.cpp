@@ -6,7 +6,9 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
+#include <vector>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -39,6 +41,37 @@ std::string status_field(pid_t pid, const std::string &name) {
         }
     }
     return {};
+}
+
+// A NUL-separated /proc/PID file (cmdline, environ) as strings.
+std::vector<std::string> proc_strings(pid_t pid, const char *name) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/" + name, std::ios::binary);
+    std::vector<std::string> out;
+    std::string s;
+    while (std::getline(in, s, '\0')) {
+        out.push_back(s);
+    }
+    return out;
+}
+
+// True when the JVM was told not to attach: on its command line or in the
+// variables the launcher reads options from. A SIGQUIT would then print a
+// thread dump on its stdout instead.
+bool attach_disabled(pid_t pid) {
+    constexpr std::string_view kOff = "-XX:+DisableAttachMechanism";
+    for (const auto &a : proc_strings(pid, "cmdline")) {
+        if (a == kOff) {
+            return true;
+        }
+    }
+    for (const auto &e : proc_strings(pid, "environ")) {
+        if ((e.starts_with("JAVA_TOOL_OPTIONS=") || e.starts_with("JDK_JAVA_OPTIONS=") ||
+             e.starts_with("_JAVA_OPTIONS=")) &&
+            e.find(kOff) != std::string::npos) {
+            return true;
+        }
+    }
+    return false;
 }
 
 bool exists(const std::string &path) {
@@ -107,6 +140,9 @@ Result<void> load_java_agent(pid_t pid, const std::string &jar, const std::strin
     const std::string tmp = "/proc/" + std::to_string(pid) + "/root/tmp";
     const std::string sock_path = tmp + "/.java_pid" + nspid;
     if (!exists(sock_path)) {
+        if (attach_disabled(pid)) {
+            return Error{EPERM, who + " was started with -XX:+DisableAttachMechanism"};
+        }
         // SIGQUIT starts the attach listener only in a JVM that catches it
         // (not one started with -Xrs, nor one still starting up): anywhere
         // else it would end the process.
@@ -133,8 +169,8 @@ Result<void> load_java_agent(pid_t pid, const std::string &jar, const std::strin
             ::unlink(trigger.c_str());
         }
         if (!exists(sock_path)) {
-            return Error{ETIMEDOUT, who + " did not start its attach listener (" + sock_path +
-                                        "); was it started with -XX:+DisableAttachMechanism?"};
+            return Error{ETIMEDOUT,
+                         who + " did not start its attach listener (" + sock_path + ") in time"};
         }
     }
     bpf::Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));

@@ -49,7 +49,7 @@ void register_client(CLI::App &app, const GlobalOptions &global, RunFn &run) {
                   "Do not load mysqltrace's Java agent into a traced JVM that lacks it (through "
                   "the JDK's attach mechanism; it rewrites two methods of the JDK's TLS sockets "
                   "and stays until the JVM exits): the JVM's TLS cleartext is then seen only if "
-                  "it was started with -javaagent:" MYSQLTRACE_JAVA_AGENT_INSTALL_DIR
+                  "it was started with -javaagent:" MYSQLTRACE_JAVA_JAR_INSTALL_DIR
                   "/mysqltrace-agent.jar");
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_client(*a, global); }; });
 }

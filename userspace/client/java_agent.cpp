@@ -111,18 +111,24 @@ Result<std::optional<std::string>> find_java_probes(pid_t pid) {
     return std::optional<std::string>();
 }
 
-Result<std::string> java_agent_dir() {
-    for (const char *dir : {MYSQLTRACE_JAVA_AGENT_BUILD_DIR, MYSQLTRACE_JAVA_AGENT_INSTALL_DIR}) {
-        const std::string d = dir;
-        if (!d.empty() && exists(d + "/mysqltrace-agent.jar") &&
-            exists(d + "/mysqltrace-probes.jar") && exists(d + "/" + kJavaProbesLibrary)) {
-            return d;
+Result<JavaAgentFiles> java_agent_files() {
+    const std::string build = MYSQLTRACE_JAVA_AGENT_BUILD_DIR;
+    const std::string jars = MYSQLTRACE_JAVA_JAR_INSTALL_DIR;
+    const JavaAgentFiles candidates[] = {
+        {build + "/mysqltrace-agent.jar", build + "/" + kJavaProbesLibrary},
+        {jars + "/mysqltrace-agent.jar", MYSQLTRACE_JAVA_LIBRARY_INSTALL_PATH},
+    };
+    for (const auto &c : candidates) {
+        const std::string dir = c.jar.substr(0, c.jar.rfind('/'));
+        if (!build.empty() && exists(c.jar) && exists(dir + "/mysqltrace-probes.jar") &&
+            exists(c.library)) {
+            return c;
         }
     }
     return Error{ENOENT,
-                 std::string("mysqltrace's Java agent is not installed (mysqltrace-agent.jar, "
-                             "mysqltrace-probes.jar and ") +
-                     kJavaProbesLibrary + " in " + MYSQLTRACE_JAVA_AGENT_INSTALL_DIR + ")"};
+                 "mysqltrace's Java agent is not installed (mysqltrace-agent.jar and "
+                 "mysqltrace-probes.jar in " +
+                     jars + ", " + MYSQLTRACE_JAVA_LIBRARY_INSTALL_PATH + ")"};
 }
 
 Result<void> load_java_agent(pid_t pid, const std::string &jar, const std::string &options,

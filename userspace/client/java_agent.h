@@ -27,10 +27,15 @@ bool is_jvm(pid_t pid);
 // nullopt when the process has not loaded it.
 Result<std::optional<std::string>> find_java_probes(pid_t pid);
 
-// The directory of the agent's three files: the build tree's when this
-// binary runs from it, else the installed one; an error when they are in
-// neither (mysqltrace built without a JDK).
-Result<std::string> java_agent_dir();
+struct JavaAgentFiles {
+    std::string jar;      // mysqltrace-agent.jar (mysqltrace-probes.jar beside it)
+    std::string library;  // libmysqltrace-java.so
+};
+
+// The agent's files: the build tree's when they are there, else the
+// installed ones; an error when neither are (mysqltrace built without a
+// JDK).
+Result<JavaAgentFiles> java_agent_files();
 
 // Loads `jar` with `options` into JVM `pid` (JVMTI agent_load of
 // "instrument"): starts the JVM's attach listener if it is not running

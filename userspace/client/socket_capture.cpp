@@ -242,14 +242,13 @@ Result<void> SocketCapture::attach_java(pid_t pid, bool load_agent) {
                                     unseen);
             return {};
         }
-        auto dir = java_agent_dir();
-        if (!dir) {
-            tls_warnings_.push_back(who + ": " + dir.error().message + unseen);
+        auto files = java_agent_files();
+        if (!files) {
+            tls_warnings_.push_back(who + ": " + files.error().message + unseen);
             return {};
         }
         auto loaded =
-            load_java_agent(pid, *dir + "/mysqltrace-agent.jar",
-                            "lib=" + *dir + "/" + kJavaProbesLibrary, std::chrono::seconds(10));
+            load_java_agent(pid, files->jar, "lib=" + files->library, std::chrono::seconds(10));
         if (!loaded) {
             tls_warnings_.push_back(loaded.error().message + unseen);
             return {};

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.jar.JarFile;
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
 import org.objectweb.asm.ClassWriter;
@@ -34,7 +35,9 @@ import org.objectweb.asm.Opcodes;
  *
  * Loaded with -javaagent:mysqltrace-agent.jar at the JVM's start or by
  * `mysqltrace client --pid` through the JDK's attach mechanism. Option
- * "lib=PATH": libmysqltrace-java.so (default: next to the agent's jar).
+ * "lib=PATH": libmysqltrace-java.so (default: next to the agent's jar, as in
+ * the build tree, else the installed one that the jar's manifest names,
+ * Mysqltrace-Library).
  * Nothing else in the JVM changes; the agent stays until the JVM exits.
  */
 public final class Agent {
@@ -70,7 +73,14 @@ public final class Agent {
         if (lib == null) {
             File jar = new File(Agent.class.getProtectionDomain().getCodeSource().getLocation()
                                     .toURI());
-            lib = new File(jar.getParentFile(), "libmysqltrace-java.so").getPath();
+            File next = new File(jar.getParentFile(), "libmysqltrace-java.so");
+            if (next.exists()) {
+                lib = next.getPath();
+            } else {
+                try (JarFile j = new JarFile(jar)) {
+                    lib = j.getManifest().getMainAttributes().getValue("Mysqltrace-Library");
+                }
+            }
         }
         Probes.load(lib);
         // The JDK's classes live in java.base, which reads no unnamed module

@@ -82,7 +82,14 @@ public final class Agent {
                 }
             }
         }
-        Probes.load(lib);
+        try {
+            Probes.load(lib);
+        } catch (Throwable t) {
+            // The application runs on, without the probes.
+            System.err.println("mysqltrace agent: cannot load " + lib + ": " + t
+                               + "; the JDK's TLS sockets are left as they are");
+            return;
+        }
         // The JDK's classes live in java.base, which reads no unnamed module
         // by default; Probes is in the bootstrap loader's.
         Module base = Object.class.getModule();

@@ -118,10 +118,12 @@ Result<JavaAgentFiles> java_agent_files() {
         {build + "/mysqltrace-agent.jar", build + "/" + kJavaProbesLibrary},
         {jars + "/mysqltrace-agent.jar", MYSQLTRACE_JAVA_LIBRARY_INSTALL_PATH},
     };
+    if (build.empty()) {
+        return Error{ENOENT, "this mysqltrace was built without its Java agent (no JDK)"};
+    }
     for (const auto &c : candidates) {
         const std::string dir = c.jar.substr(0, c.jar.rfind('/'));
-        if (!build.empty() && exists(c.jar) && exists(dir + "/mysqltrace-probes.jar") &&
-            exists(c.library)) {
+        if (exists(c.jar) && exists(dir + "/mysqltrace-probes.jar") && exists(c.library)) {
             return c;
         }
     }

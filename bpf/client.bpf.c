@@ -366,6 +366,7 @@ static __always_inline int tls_cleartext(struct tls_call *c, __u32 kind, __u64 l
 }
 
 #include "client_go.bpf.h"
+#include "client_java.bpf.h"
 
 // Raw tracepoint fallback: every syscall of every process comes here.
 SEC("tp_btf/sys_enter")

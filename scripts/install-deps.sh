@@ -19,6 +19,9 @@ packages=(
   python3 python3-pymysql procps openssl
   # a Go client (go-sql-driver/mysql) for the client capture's Go TLS probes
   golang-go golang-github-go-sql-driver-mysql-dev
+  # the Java agent's build (javac, jni.h, ASM) and a Java client for its
+  # tests (MariaDB Connector/J; JNA for its unix socket)
+  default-jdk-headless libasm-java libmariadb-java libjna-java
   # pt-query-digest reads `server --format slowlog` in the tests
   percona-toolkit
   # the agent's /metrics: promtool checks the page, and a Prometheus of the

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "cli/protocol_trace.h"
+#include "mysqltrace/java_agent_path.h"
 
 namespace mysqltrace::cli {
 
@@ -11,6 +12,7 @@ struct ClientArgs : ProtocolArgs {
     std::vector<pid_t> pids;
     bool follow_forks = false;
     bool no_tls = false;
+    bool no_java_agent = false;
 };
 
 int run_client(const ClientArgs &a, const GlobalOptions &g) {
@@ -18,6 +20,7 @@ int run_client(const ClientArgs &a, const GlobalOptions &g) {
     s.pids = a.pids;
     s.follow_forks = a.follow_forks;
     s.tls = !a.no_tls;
+    s.java_agent = !a.no_java_agent;
     s.banner = "tracing MySQL connections of pid";
     for (pid_t p : a.pids) {
         s.banner += " " + std::to_string(p);
@@ -40,7 +43,14 @@ void register_client(CLI::App &app, const GlobalOptions &global, RunFn &run) {
     cmd->add_flag("--follow-forks", a->follow_forks, "Also trace processes the clients fork");
     cmd->add_flag(
         "--no-tls", a->no_tls,
-        "Do not probe OpenSSL/GnuTLS/Go crypto/tls for the cleartext of encrypted connections");
+        "Do not probe OpenSSL/GnuTLS/Go crypto/tls or JVMs for the cleartext of encrypted "
+        "connections");
+    cmd->add_flag("--no-java-agent", a->no_java_agent,
+                  "Do not load mysqltrace's Java agent into a traced JVM that lacks it (through "
+                  "the JDK's attach mechanism; it rewrites two methods of the JDK's TLS sockets "
+                  "and stays until the JVM exits): the JVM's TLS cleartext is then seen only if "
+                  "it was started with -javaagent:" MYSQLTRACE_JAVA_JAR_INSTALL_DIR
+                  "/mysqltrace-agent.jar");
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_client(*a, global); }; });
 }
 

@@ -184,6 +184,7 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
     copts.snaplen = a.snaplen;
     copts.follow_forks = s.follow_forks;
     copts.tls = s.tls;
+    copts.java_agent = s.java_agent;
     copts.shim_path = s.shim_path;
     copts.shim_api = s.shim_api;
     copts.ring.bytes_per_cpu = a.ring_kib << 10;

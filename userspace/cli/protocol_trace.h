@@ -34,9 +34,10 @@ struct ProtocolSession {
     std::vector<pid_t> pids;
     bool follow_forks = false;
     bool tls = true;
-    std::string shim_path;  // non-empty: the shim's probes (`run`)
-    bool shim_api = true;   // with the shim: its API call probes too
-    std::string banner;     // "tracing MySQL connections of pid 42"
+    bool java_agent = true;  // load the Java agent into JVMs (client/java_agent.h)
+    std::string shim_path;   // non-empty: the shim's probes (`run`)
+    bool shim_api = true;    // with the shim: its API call probes too
+    std::string banner;      // "tracing MySQL connections of pid 42"
     // The program of pids.front(), when /proc does not say it yet (`run`'s
     // command before its exec): its spans' service.name.
     std::string executable;

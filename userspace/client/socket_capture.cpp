@@ -9,6 +9,7 @@
 #include "bpf/tracefs.h"
 #include "client.skel.h"
 #include "client/go_tls.h"
+#include "client/java_agent.h"
 #include "client/tls_probes.h"
 #include "proc/maps.h"
 
@@ -100,6 +101,11 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
                 return r.error();
             }
         }
+        for (pid_t pid : opts.pids) {
+            if (auto r = c->attach_java(pid, opts.java_agent); !r) {
+                return r.error();
+            }
+        }
     }
     return c;
 }
@@ -155,6 +161,61 @@ Result<void> SocketCapture::attach_go_tls(const GoTlsFunction &f) {
                           f.entry.instruction + "` (" + elf::probe_cost_name(f.entry.cost) +
                           ") and its " + std::to_string(f.returns.size()) + " RET instructions (" +
                           elf::probe_cost_name(f.returns.front().cost) + ")");
+    return {};
+}
+
+Result<void> SocketCapture::attach_java(pid_t pid, bool load_agent) {
+    auto lib = find_java_probes(pid);
+    if (!lib) {
+        return lib.error();
+    }
+    const std::string who = "JVM " + std::to_string(pid);
+    const std::string unseen = "; the cleartext of its TLS connections is not seen";
+    std::string how = "loaded by the JVM";
+    if (!*lib) {
+        if (!is_jvm(pid)) {
+            return {};
+        }
+        if (!load_agent) {
+            tls_warnings_.push_back(who + " has no mysqltrace Java agent (--no-java-agent)" +
+                                    unseen);
+            return {};
+        }
+        auto files = java_agent_files();
+        if (!files) {
+            tls_warnings_.push_back(who + ": " + files.error().message + unseen);
+            return {};
+        }
+        auto loaded =
+            load_java_agent(pid, files->jar, "lib=" + files->library, std::chrono::seconds(10));
+        if (!loaded) {
+            tls_warnings_.push_back(loaded.error().message + unseen);
+            return {};
+        }
+        lib = find_java_probes(pid);
+        if (!lib || !*lib) {
+            tls_warnings_.push_back(who + " loaded the agent but has not mapped " +
+                                    kJavaProbesLibrary + unseen);
+            return {};
+        }
+        how = "the agent loaded by mysqltrace through the attach mechanism";
+    }
+    const std::string &path = **lib;
+    const std::pair<bpf_program *, const char *> probes[] = {
+        {skel_->progs.client_java_tls_enter, MT_USDT_JAVA_TLS_ENTER},
+        {skel_->progs.client_java_tls_exit, MT_USDT_JAVA_TLS_EXIT},
+    };
+    for (const auto &[prog, name] : probes) {
+        bpf_link *l =
+            bpf_program__attach_usdt(prog, pid, path.c_str(), MT_USDT_PROVIDER, name, nullptr);
+        if (l == nullptr) {
+            return make_error(errno, std::string("cannot attach to the USDT probe ") +
+                                         MT_USDT_PROVIDER + ":" + name + " of " + path);
+        }
+        links_.emplace_back(l);
+    }
+    tls_probes_.push_back("the JDK's TLS sockets, through the probes of " + path + " in " + who +
+                          " (" + how + ")");
     return {};
 }
 

@@ -24,6 +24,9 @@ struct CaptureOptions {
     uint32_t snaplen = 16384;
     bool follow_forks = false;
     bool tls = true;  // probe TLS libraries for cleartext
+    // With tls: load mysqltrace's Java agent into traced JVMs that lack it
+    // (client/java_agent.h).
+    bool java_agent = true;
     // Non-empty: `mysqltrace run` mode. The processes have this shim
     // preloaded; its USDT probes replace the syscall and TLS probes.
     std::string shim_path;
@@ -62,6 +65,7 @@ class SocketCapture {
     void on_record(std::span<const uint8_t> rec);
     Result<void> attach_tls(pid_t pid);
     Result<void> attach_go_tls(const struct GoTlsFunction &f);
+    Result<void> attach_java(pid_t pid, bool load_agent);
     Result<void> attach_shim(const std::string &path, bool api);
 
     ::client *skel_ = nullptr;

@@ -436,6 +436,8 @@ enum mt_tls_func {
     MT_TLS_GNUTLS_SEND = 6,  // ssize_t gnutls_record_send(session, const void *data, size_t size)
     MT_TLS_GO_READ = 7,      // Go: func (c *tls.Conn) Read(b []byte) (int, error)
     MT_TLS_GO_WRITE = 8,     // Go: func (c *tls.Conn) Write(b []byte) (int, error)
+    MT_TLS_JAVA_READ = 9,    // JDK: SSLSocketImpl$AppInputStream.read(byte[], int, int)
+    MT_TLS_JAVA_WRITE = 10,  // JDK: SSLSocketImpl$AppOutputStream.write(byte[], int, int)
 };
 
 // What the kernel side does with a socket, kept per struct sock.

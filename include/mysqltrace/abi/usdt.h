@@ -62,6 +62,20 @@
 //   enum protocol_stage / enum trace_event values, verbatim.
 #define MT_USDT_TRACE_EVENT "trace_event"
 
+// The probes of libmysqltrace-java.so, the native half of the Java agent
+// (java/): same provider, fired by the JDK's TLS application streams.
+//
+// java_tls_enter(op, key)
+//   A read (op MT_SOCK_TLS_RECV) or write (MT_SOCK_TLS_SEND) of a JDK TLS
+//   socket begins on this thread.
+//   key  the SSLSocketImpl's identity hash (32 bits): one TLS session
+#define MT_USDT_JAVA_TLS_ENTER "java_tls_enter"
+// java_tls_exit(op, key, buf, ret)
+//   It ended. buf: the cleartext read or written (the pinned byte array at
+//   its offset), or 0; ret: its length, or <= 0 when nothing was moved (end
+//   of stream, an exception).
+#define MT_USDT_JAVA_TLS_EXIT "java_tls_exit"
+
 enum mt_io_kind {
     MT_IO_BUF = 1,  // ptr/len: one buffer
     MT_IO_IOV = 2,  // ptr/len: an iovec array and its count

@@ -23,9 +23,9 @@ namespace {
 constexpr const char *kGlobalKeys[] = {"output_dir",     "rescan_ms",      "socket_prefix",
                                        "metrics_listen", "control_socket", "max_classes"};
 // [agent] (every server's default) or [server ...] (those it matches).
-constexpr const char *kServerKeys[] = {"enabled",     "formats",      "stages",
-                                       "rotate_size", "rotate_keep",  "ring_kib",
-                                       "max_sql",     "show_secrets", "locks", "otlp"};
+constexpr const char *kServerKeys[] = {"enabled",     "formats",  "stages",  "rotate_size",
+                                       "rotate_keep", "ring_kib", "max_sql", "show_secrets",
+                                       "locks",       "otlp"};
 constexpr const char *kLabels[] = {"port", "socket", "unit", "flavour", "container"};
 
 template <size_t N>

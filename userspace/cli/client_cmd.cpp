@@ -45,12 +45,13 @@ void register_client(CLI::App &app, const GlobalOptions &global, RunFn &run) {
         "--no-tls", a->no_tls,
         "Do not probe OpenSSL/GnuTLS/Go crypto/tls or JVMs for the cleartext of encrypted "
         "connections");
-    cmd->add_flag("--no-java-agent", a->no_java_agent,
-                  "Do not load mysqltrace's Java agent into a traced JVM that lacks it (through "
-                  "the JDK's attach mechanism; it rewrites two methods of the JDK's TLS sockets "
-                  "and stays until the JVM exits): the JVM's TLS cleartext is then seen only if "
-                  "it was started with -javaagent:" MYSQLTRACE_JAVA_JAR_INSTALL_DIR
-                  "/mysqltrace-agent.jar");
+    cmd->add_flag(
+        "--no-java-agent", a->no_java_agent,
+        "Do not load mysqltrace's Java agent into a traced JVM that lacks it (through "
+        "the JDK's attach mechanism; it rewrites two methods of the JDK's TLS sockets "
+        "and stays until the JVM exits): the JVM's TLS cleartext is then seen only if "
+        "it was started with -javaagent:JAR, where JAR is " MYSQLTRACE_JAVA_JAR_INSTALL_DIR
+        "/mysqltrace-agent.jar");
     cmd->callback([&run, &global, a] { run = [a, &global] { return run_client(*a, global); }; });
 }
 

@@ -153,6 +153,17 @@ jq -c '.resourceSpans[].scopeSpans[].spans[] | select(.name | startswith("SELECT
      attributes: [.attributes[] | select(.key | test("^db[.]")) | {(.key): (.value | to_entries[0].value)}] | add}' \
   "$work/spans.json"
 
+banner "mysqltrace run --server-pid $MT_PID --format otlp: a client's span and its statement's server span, one trace"
+# The client's CLIENT span per command, and the server's SERVER span of the
+# statement it ran as its child (same connection id, overlapping times), both
+# traced by this one process (the server with one probe per statement).
+"$mt" run --server-pid "$MT_PID" --format otlp --output "$work/joined.json" -- \
+  mariadb --socket="$MT_SOCKET" -u"$MT_USER" -p"$MT_PASSWORD" demo \
+  -e "SELECT name FROM t WHERE id = 2" >/dev/null
+jq -c '.resourceSpans[].scopeSpans[].spans[]
+  | {kind: (if .kind == 2 then "SERVER" else "CLIENT" end), name, traceId, spanId, parentSpanId}' \
+  "$work/joined.json"
+
 banner "mysqltrace calls --pid $MT_PID: the server's call tree for one statement"
 # Entry and return probes on the functions whose names match, found in the
 # binary's symbol tables: a -finstrument-functions trace without a rebuild.

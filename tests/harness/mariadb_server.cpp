@@ -597,6 +597,9 @@ Result<bool> MariadbServer::launch(const ServerOptions &opts) {
     }
     port_ = port.value();
 
+    // The server's @@system_time_zone (which Connector/J reads at login, and
+    // the expected traces show) comes from its TZ: the same on any machine.
+    setenv("TZ", "UTC", 1);
     std::vector<std::string> args;
     if (flavour_ == ServerFlavour::mysql) {
         // exec all the way down: the pid we get is mysqld's.

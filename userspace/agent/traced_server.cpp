@@ -10,7 +10,6 @@
 
 #include "bpf/ring_set.h"
 #include "doctor/trace_plan.h"
-#include "mysqltrace/version.h"
 #include "server/hooks.h"
 #include "sql/redact.h"
 #include "trace/trace_loop.h"
@@ -180,23 +179,9 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
         }
     }
     if (!opts.otlp.empty()) {
-        // The spans describe the server: it is the service.
-        output::OtlpResource r;
-        r.db_system = s->labels_.flavour == "mariadb" ? "mariadb" : "mysql";
-        r.service_name = r.db_system;
-        r.pid = static_cast<uint32_t>(pid);
-        char exe[4096];
-        const ssize_t n =
-            readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof(exe) - 1);
-        if (n > 0) {
-            const std::string path(exe, static_cast<size_t>(n));
-            r.executable = path.substr(path.rfind('/') + 1);
-        }
-        r.host_name = output::otlp_host_name();
-        if (!s->labels_.process.ports.empty()) {
-            r.port = s->labels_.process.ports.front();
-        }
-        r.version = MYSQLTRACE_VERSION;
+        output::OtlpResource r = output::server_resource(
+            static_cast<uint32_t>(pid), s->labels_.flavour == "mariadb" ? "mariadb" : "mysql",
+            s->labels_.process.ports.empty() ? 0 : s->labels_.process.ports.front());
         auto sink = output::OtlpSink::open(std::move(r), nullptr, opts.otlp, 64);
         if (!sink) {
             return sink.error();

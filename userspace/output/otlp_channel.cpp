@@ -19,6 +19,33 @@ std::string otlp_host_name() {
     return buf;
 }
 
+std::string process_executable(uint32_t pid) {
+    char exe[4096];
+    const ssize_t n =
+        readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof(exe) - 1);
+    if (n <= 0) {
+        return "";
+    }
+    const std::string path(exe, static_cast<size_t>(n));
+    std::string name = path.substr(path.rfind('/') + 1);
+    if (name.ends_with(" (deleted)")) {
+        name.resize(name.size() - 10);
+    }
+    return name;
+}
+
+OtlpResource server_resource(uint32_t pid, const std::string &db_system, uint16_t port) {
+    OtlpResource r;
+    r.db_system = db_system;
+    r.service_name = db_system;
+    r.pid = pid;
+    r.executable = process_executable(pid);
+    r.host_name = otlp_host_name();
+    r.port = port;
+    r.version = MYSQLTRACE_VERSION;
+    return r;
+}
+
 Result<std::unique_ptr<OtlpChannel>> OtlpChannel::open(OutputFile *file, const std::string &url,
                                                        size_t queue) {
     std::unique_ptr<OtlpChannel> c(new OtlpChannel());

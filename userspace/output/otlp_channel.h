@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "output/otlp.h"
 #include "output/otlp_export.h"
 #include "output/otlp_metrics.h"
 #include "output/output_file.h"
@@ -61,5 +62,15 @@ std::string otlp_export_lines(const OtlpChannel &c);
 
 // The host's name (host.name), "" when unknown.
 std::string otlp_host_name();
+
+// The file name of process `pid`'s executable (process.executable.name;
+// "" when unknown, a deleted file's without " (deleted)").
+std::string process_executable(uint32_t pid);
+
+// The resource of a traced server's spans: `db_system` ("mysql" or
+// "mariadb") as db.system.name and as service.name (the spans describe the
+// server), its process, this host, `port` (a TCP port it listens on, 0:
+// none) and this tracer's version.
+OtlpResource server_resource(uint32_t pid, const std::string &db_system, uint16_t port);
 
 }  // namespace mysqltrace::output

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "output/otlp_client.h"
 
+#include "output/otlp_channel.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -148,17 +150,7 @@ std::string_view db_system_of(std::string_view server_version) {
 ClientProcess read_client_process(uint32_t pid) {
     ClientProcess p;
     p.pid = pid;
-    char exe[4096];
-    const ssize_t n =
-        readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof(exe) - 1);
-    if (n > 0) {
-        const std::string path(exe, static_cast<size_t>(n));
-        p.executable = path.substr(path.rfind('/') + 1);
-        // A deleted or replaced executable.
-        if (p.executable.ends_with(" (deleted)")) {
-            p.executable.resize(p.executable.size() - 10);
-        }
-    }
+    p.executable = process_executable(pid);
     return p;
 }
 

@@ -15,6 +15,8 @@ namespace {
 
 // How long a statement waits for its client span.
 constexpr std::chrono::milliseconds kHold{1000};
+// How long the end waits for the server's last statements.
+constexpr std::chrono::milliseconds kLastStatementGrace{200};
 // Client spans kept per connection, and for how long after the newest.
 constexpr size_t kKeptPerConnection = 256;
 constexpr uint64_t kKeptNs = 10'000'000'000ull;
@@ -86,9 +88,11 @@ const ServerJoin::ClientSpan *ServerJoin::match(const server::Statement &st, boo
     if (it == clients_.end()) {
         return nullptr;
     }
-    // The statement serves a command sent before it started: of those, the
+    // The statement serves a command of its own kind (the server runs the
+    // command byte the client sent) sent before it started: of those, the
     // one whose time overlaps it the most (a command without a reply is a
-    // point in time: the latest one sent).
+    // point in time: the latest one sent). The kind tells apart a command
+    // without a reply (COM_STMT_CLOSE) and the one sent right after it.
     const ClientSpan *best = nullptr;
     int64_t best_overlap = INT64_MIN;
     bool later = false;  // a command was sent after the statement ended
@@ -96,7 +100,8 @@ const ServerJoin::ClientSpan *ServerJoin::match(const server::Statement &st, boo
         if (c.start_ns > st.end_ns) {
             later = true;
         }
-        if (static_cast<int64_t>(c.start_ns) > static_cast<int64_t>(st.start_ns) + kSlackNs) {
+        if (c.command != st.command ||
+            static_cast<int64_t>(c.start_ns) > static_cast<int64_t>(st.start_ns) + kSlackNs) {
             continue;
         }
         const int64_t o = overlap(c.start_ns, c.end_ns, st.start_ns, st.end_ns);
@@ -130,6 +135,7 @@ void ServerJoin::client_span(const protocol::CommandSummary &sum,
     ClientSpan c;
     c.start_ns = sum.ts_start_ns;
     c.end_ns = std::max(sum.ts_end_ns, sum.ts_start_ns);
+    c.command = sum.command;
     c.parent.trace_id = ctx.trace_id;
     c.parent.parent_id = ctx.span_id;
     c.parent.flags = ctx.flags;
@@ -173,6 +179,13 @@ void ServerJoin::tick() {
 }
 
 void ServerJoin::finish() {
+    // The server answers a command before its statement's end probe fires:
+    // the statement of the client's last command may still be on its way
+    // when the client has gone. Its records get a moment to come in.
+    const auto until = std::chrono::steady_clock::now() + kLastStatementGrace;
+    while (std::chrono::steady_clock::now() < until) {
+        (void)tracer_->rings().poll(10);
+    }
     (void)tracer_->rings().flush();
     tracer_->flush_held();
     release(true);

@@ -59,6 +59,7 @@ class ServerJoin {
     ServerJoin() = default;
     struct ClientSpan {
         uint64_t start_ns = 0, end_ns = 0;
+        uint8_t command = 0;  // the command byte (COM_QUERY, ...)
         output::TraceParent parent;
     };
     struct Held {

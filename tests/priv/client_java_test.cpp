@@ -14,7 +14,6 @@
 #include <gtest/gtest.h>
 
 #include "harness/mariadb_server.h"
-#include "mysqltrace/java_agent_path.h"
 #include "priv/cli_util.h"
 #include "priv/client_session.h"
 #include "priv/priv.h"

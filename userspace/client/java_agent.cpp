@@ -2,6 +2,7 @@
 #include "client/java_agent.h"
 
 #include <cerrno>
+#include <filesystem>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -112,15 +113,19 @@ Result<std::optional<std::string>> find_java_probes(pid_t pid) {
 }
 
 Result<JavaAgentFiles> java_agent_files() {
-    const std::string build = MYSQLTRACE_JAVA_AGENT_BUILD_DIR;
+    if (!MYSQLTRACE_JAVA_AGENT_BUILT) {
+        return Error{ENOENT, "this mysqltrace was built without its Java agent (no JDK)"};
+    }
+    // A build tree's: java/ beside the binary's directory (userspace/).
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::string build =
+        ec ? std::string("/nonexistent") : (self.parent_path().parent_path() / "java").string();
     const std::string jars = MYSQLTRACE_JAVA_JAR_INSTALL_DIR;
     const JavaAgentFiles candidates[] = {
         {build + "/mysqltrace-agent.jar", build + "/" + kJavaProbesLibrary},
         {jars + "/mysqltrace-agent.jar", MYSQLTRACE_JAVA_LIBRARY_INSTALL_PATH},
     };
-    if (build.empty()) {
-        return Error{ENOENT, "this mysqltrace was built without its Java agent (no JDK)"};
-    }
     for (const auto &c : candidates) {
         const std::string dir = c.jar.substr(0, c.jar.rfind('/'));
         if (exists(c.jar) && exists(dir + "/mysqltrace-probes.jar") && exists(c.library)) {

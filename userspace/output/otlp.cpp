@@ -347,13 +347,7 @@ OtlpSpans::OtlpSpans(OtlpResource r, uint64_t seed) : offset_ns_(realtime_offset
     j.key("scopeSpans");
     j.begin_array();
     j.begin_object();
-    j.key("scope");
-    j.begin_object();
-    j.field("name", "mysqltrace");
-    if (!r.version.empty()) {
-        j.field("version", r.version);
-    }
-    j.end_object();
+    scope_field(j, r.version);
     j.key("spans");
     j.begin_array();
     resource_ = std::move(r);

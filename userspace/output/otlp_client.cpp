@@ -202,13 +202,7 @@ OtlpClientSpans::ProcessBatch &OtlpClientSpans::batch_of(const ClientProcess &pr
     j.key("scopeSpans");
     j.begin_array();
     j.begin_object();
-    j.key("scope");
-    j.begin_object();
-    j.field("name", "mysqltrace");
-    if (!version_.empty()) {
-        j.field("version", version_);
-    }
-    j.end_object();
+    scope_field(j, version_);
     j.key("spans");
     j.begin_array();
     return b;

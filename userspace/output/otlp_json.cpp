@@ -45,4 +45,14 @@ void IdSource::fill(uint8_t *bytes, size_t n) {
     } while (std::all_of(bytes, bytes + n, [](uint8_t b) { return b == 0; }));
 }
 
+void scope_field(JsonWriter &j, std::string_view version) {
+    j.key("scope");
+    j.begin_object();
+    j.field("name", "mysqltrace");
+    if (!version.empty()) {
+        j.field("version", version);
+    }
+    j.end_object();
+}
+
 }  // namespace mysqltrace::output::otlp

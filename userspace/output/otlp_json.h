@@ -34,6 +34,10 @@ void int64_string(JsonWriter &j, std::string_view key, uint64_t v);
 // A trace or span id as lower-case hex (at most 16 bytes).
 void hex_field(JsonWriter &j, std::string_view key, const uint8_t *bytes, size_t n);
 
+// The instrumentation scope of every batch, as a "scope" key and object:
+// mysqltrace, and `version` unless it is empty.
+void scope_field(JsonWriter &j, std::string_view version);
+
 // Random ids, never all zero; `seed` 0 seeds from std::random_device.
 class IdSource {
   public:

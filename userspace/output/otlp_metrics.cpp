@@ -103,13 +103,7 @@ size_t OtlpMetrics::take(std::string &out, uint64_t now_unix_ns) const {
         j.key("scopeMetrics");
         j.begin_array();
         j.begin_object();
-        j.key("scope");
-        j.begin_object();
-        j.field("name", "mysqltrace");
-        if (!version_.empty()) {
-            j.field("version", version_);
-        }
-        j.end_object();
+        scope_field(j, version_);
         j.key("metrics");
         j.begin_array();
         for (size_t m = 0; m < 2; m++) {

@@ -335,9 +335,8 @@ LockWaitReport LockTracker::report(const LockWait &w, const Statement *waiter, u
     return r;
 }
 
-std::vector<Blocker> LockTracker::possible_blockers(const LockWait &w,
-                                                    const LockWaitReport &r) const {
-    const sql::TableName table{r.schema, r.name};
+std::vector<Blocker> LockTracker::in_open_transactions(
+    const LockWait &w, bool latest, const std::function<bool(const Seen &)> &keep) const {
     std::vector<Blocker> out;
     for (const auto &[id, history] : conns_) {
         // Open now (the waiter's statement is the latest seen to end), and
@@ -349,26 +348,52 @@ std::vector<Blocker> LockTracker::possible_blockers(const LockWait &w,
         if (trx == 0 || trx > w.start_ns) {
             continue;
         }
-        for (const auto &s : history) {
-            if (s.start_ns < trx || s.start_ns > w.start_ns || s.trx_start_ns != trx ||
-                !takes_row_locks(s.sql)) {
-                continue;
-            }
-            bool names = false;
-            for (auto t : sql::statement_tables(s.sql)) {
-                if (t.schema.empty()) {
-                    t.schema = s.db;
-                }
-                names = names || t == table;
-            }
-            if (names) {
-                out.push_back({id, s.sql, trx});
-                break;
-            }
+        auto in_it = [&](const Seen &s) {
+            return s.trx_start_ns == trx && s.start_ns >= trx && s.start_ns <= w.start_ns &&
+                   keep(s);
+        };
+        const Seen *found = nullptr;
+        if (latest) {
+            auto it = std::find_if(history.rbegin(), history.rend(), in_it);
+            found = it == history.rend() ? nullptr : &*it;
+        } else {
+            auto it = std::find_if(history.begin(), history.end(), in_it);
+            found = it == history.end() ? nullptr : &*it;
+        }
+        if (found != nullptr) {
+            out.push_back({id, found->sql, trx});
         }
     }
-    std::sort(out.begin(), out.end(),
+    return out;
+}
+
+bool LockTracker::names_table(const Seen &s, const sql::TableName &table) {
+    for (auto t : sql::statement_tables(s.sql)) {
+        if (t.schema.empty()) {
+            t.schema = s.db;
+        }
+        if (t == table) {
+            return true;
+        }
+    }
+    return false;
+}
+
+namespace {
+
+void by_thread_id(std::vector<Blocker> &v) {
+    std::sort(v.begin(), v.end(),
               [](const Blocker &a, const Blocker &b) { return a.thread_id < b.thread_id; });
+}
+
+}  // namespace
+
+std::vector<Blocker> LockTracker::possible_blockers(const LockWait &w,
+                                                    const LockWaitReport &r) const {
+    const sql::TableName table{r.schema, r.name};
+    auto out = in_open_transactions(
+        w, false, [&](const Seen &s) { return takes_row_locks(s.sql) && names_table(s, table); });
+    by_thread_id(out);
     return out;
 }
 
@@ -449,56 +474,19 @@ std::vector<uint64_t> LockTracker::fast_path_holders(const LockWait &w, const st
         return out;
     }
     const sql::TableName table{schema, name};
-    for (const auto &[id, history] : conns_) {
-        if (id == w.thread_id || history.empty()) {
-            continue;
-        }
-        const uint64_t trx = history.back().trx_start_ns;
-        if (trx == 0 || trx > w.start_ns) {
-            continue;
-        }
-        for (const auto &st : history) {
-            // A statement that failed may not have opened the table.
-            if (st.start_ns < trx || st.start_ns > w.start_ns || st.trx_start_ns != trx ||
-                st.error != 0 || (writes && !takes_row_locks(st.sql))) {
-                continue;
-            }
-            bool names = false;
-            for (auto t : sql::statement_tables(st.sql)) {
-                if (t.schema.empty()) {
-                    t.schema = st.db;
-                }
-                names = names || t == table;
-            }
-            if (names) {
-                out.push_back(id);
-                break;
-            }
-        }
+    // A statement that failed may not have opened the table.
+    for (const auto &b : in_open_transactions(w, false, [&](const Seen &st) {
+             return st.error == 0 && (!writes || takes_row_locks(st.sql)) && names_table(st, table);
+         })) {
+        out.push_back(b.thread_id);
     }
     return out;
 }
 
 std::vector<Blocker> LockTracker::row_lockers(const LockWait &w) const {
-    std::vector<Blocker> out;
-    for (const auto &[id, history] : conns_) {
-        if (id == w.thread_id || history.empty()) {
-            continue;
-        }
-        const uint64_t trx = history.back().trx_start_ns;
-        if (trx == 0 || trx > w.start_ns) {
-            continue;
-        }
-        for (auto st = history.rbegin(); st != history.rend(); ++st) {
-            if (st->trx_start_ns == trx && st->start_ns >= trx && st->start_ns <= w.start_ns &&
-                takes_row_locks(st->sql)) {
-                out.push_back({id, st->sql, trx});
-                break;
-            }
-        }
-    }
-    std::sort(out.begin(), out.end(),
-              [](const Blocker &a, const Blocker &b) { return a.thread_id < b.thread_id; });
+    auto out =
+        in_open_transactions(w, true, [](const Seen &st) { return takes_row_locks(st.sql); });
+    by_thread_id(out);
     return out;
 }
 

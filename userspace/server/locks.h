@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "server/statement.h"
+#include "sql/tables.h"
 
 namespace mysqltrace::server {
 
@@ -174,6 +175,15 @@ class LockTracker {
     std::vector<uint64_t> fast_path_holders(const LockWait &w, const std::string &schema,
                                             const std::string &name) const;
     std::vector<Blocker> row_lockers(const LockWait &w) const;
+    struct Seen;
+    // Each other connection whose transaction is open now and began before
+    // `w`, with the first statement of it before `w` that `keep` takes (the
+    // last one when `latest`); connections with none are left out.
+    std::vector<Blocker> in_open_transactions(const LockWait &w, bool latest,
+                                              const std::function<bool(const Seen &)> &keep) const;
+    // Whether statement `s` names `table` (its schema, if unnamed, the
+    // statement's CURRENT_SCHEMA).
+    static bool names_table(const Seen &s, const sql::TableName &table);
     std::unordered_map<uint64_t, std::vector<LockEdge>> edges_;  // by waiter
     // The last statements of each connection, oldest first: a blocker's
     // statement is the one it ran when the wait began.

@@ -47,6 +47,7 @@ class OutputFile {
     // failure the output is disabled.
     void rotate();
 
+    std::unique_ptr<char[]> buffer_;  // f_'s, when the file is ours
     FILE *f_ = nullptr;
     bool owned_ = false;
     bool failed_ = false;

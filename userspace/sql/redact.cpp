@@ -163,15 +163,21 @@ SecretArgs secret_function(std::string_view w) {
 // Whether `s` mentions anything that can introduce a secret; a text without
 // any of these is left alone at the cost of this scan.
 bool mentions_secret_keyword(std::string_view s) {
+    // Runs on every statement's text: a letter's upper case is its byte
+    // with 0x20 cleared (no other byte maps to a letter that way), and two
+    // letters settle most candidates before any word is compared whole.
     static constexpr std::array<std::string_view, 7> words = {
         "PASSWORD", "IDENTIFIED", "ENCRYPT", "DECRYPT", "ENCODE", "DECODE", "KDF"};
-    for (size_t i = 0; i < s.size(); i++) {
-        const char c = static_cast<char>(std::toupper(static_cast<unsigned char>(s[i])));
+    constexpr size_t shortest = 3;
+    for (size_t i = 0; i + shortest <= s.size(); i++) {
+        const char c = static_cast<char>(s[i] & ~0x20);
         if (c != 'P' && c != 'I' && c != 'E' && c != 'D' && c != 'K') {
             continue;
         }
+        const char c2 = static_cast<char>(s[i + 1] & ~0x20);
         for (auto w : words) {
-            if (w[0] == c && i + w.size() <= s.size() && iequals(s.substr(i, w.size()), w)) {
+            if (w[0] == c && w[1] == c2 && i + w.size() <= s.size() &&
+                iequals(s.substr(i, w.size()), w)) {
                 return true;
             }
         }

@@ -27,6 +27,8 @@ void append_json_string(std::string &out, std::string_view s);
 class JsonWriter {
   public:
     explicit JsonWriter(std::string &out) : out_(out) {}
+    // Going on with an object whose last value `out` already ends with.
+    JsonWriter(std::string &out, bool after_value) : out_(out), comma_(after_value) {}
 
     void begin_object() {
         separate();
@@ -159,6 +161,64 @@ class JsonWriter {
 
     std::string &out_;
     bool comma_ = false;  // a value came before in the current container
+};
+
+// A line whose fields are known in advance, put together on the stack and
+// appended in few copies: a key is a literal that holds its quotes, comma
+// and colon (",\"KEY\":"), so each field is a copy of constant size and a
+// to_chars, where JsonWriter pays an append per field. For the lines
+// written once per statement; the bytes are JsonWriter's.
+class FlatWriter {
+  public:
+    explicit FlatWriter(std::string &out) : out_(out) {}
+    ~FlatWriter() { flush(); }
+    FlatWriter(const FlatWriter &) = delete;
+    FlatWriter &operator=(const FlatWriter &) = delete;
+
+    // Text written as it is: keys, punctuation, null.
+    template <size_t N>
+    void lit(const char (&s)[N]) {
+        static_assert(N - 1 <= kCap);
+        room(N - 1);
+        std::memcpy(buf_ + n_, s, N - 1);
+        n_ += N - 1;
+    }
+    template <std::integral T>
+    requires(!std::same_as<T, bool>) void num(T v) {
+        room(24);
+        n_ = static_cast<size_t>(std::to_chars(buf_ + n_, buf_ + kCap, v).ptr - buf_);
+    }
+    // JSON text already rendered (a string with its quotes, say).
+    void raw(std::string_view s) {
+        if (s.size() > kCap / 4) {
+            flush();
+            out_.append(s);
+            return;
+        }
+        room(s.size());
+        std::memcpy(buf_ + n_, s.data(), s.size());
+        n_ += s.size();
+    }
+    // `s` as a JSON string.
+    void str(std::string_view s) {
+        flush();
+        append_json_string(out_, s);
+    }
+    void flush() {
+        out_.append(buf_, n_);
+        n_ = 0;
+    }
+
+  private:
+    static constexpr size_t kCap = 1024;
+    void room(size_t k) {
+        if (n_ + k > kCap) {
+            flush();
+        }
+    }
+    std::string &out_;
+    size_t n_ = 0;
+    char buf_[kCap];
 };
 
 }  // namespace mysqltrace::output

@@ -98,61 +98,100 @@ void put_counters(JsonWriter &j, const server::TaskCounters &used) {
 void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
                                 const std::vector<StageRow> &rows,
                                 const std::vector<NamedWait> &waits, uint64_t event_id) {
-    const auto used = st.begin.until(st.end);
     const bool text = has_text(st);
     const bool failed = st.failed();
     {
-        // Its event name and digest: known once per command and text.
+        // What its command and text decide, rendered once per class.
         TextClass &tc = text_classes_.of(st);
-        JsonWriter j(out);
-        j.begin_object();
-        event_head(j, "statement", pid_, st.tid, st.thread_id, event_id,
-                   event_id + rows.size() + waits.size() + 1, tc.event_name);
-        j.field("TIMER_START", st.start_ns * 1000);  // picoseconds, as performance_schema
-        j.field("TIMER_END", st.end_ns * 1000);
-        j.field("TIMER_WAIT", (st.end_ns - st.start_ns) * 1000);
-        j.field("LOCK_TIME", st.lock_ns * 1000);
-        j.key("SQL_TEXT");
-        text ? j.value(st.text) : j.null();
-        if (st.truncated()) {
-            j.field("sql_bytes", st.text_len);
-        }
-        j.key("DIGEST_TEXT");
-        text ? j.value(tc.digest(st)) : j.null();
-        j.string_or_null("CURRENT_SCHEMA", st.db);
-        j.field("MYSQL_ERRNO", failed ? st.error : 0);
-        j.key("RETURNED_SQLSTATE");
-        failed ? j.value(st.sqlstate) : j.null();
-        j.key("MESSAGE_TEXT");
-        failed ? j.value(st.message) : j.null();
-        j.field("ERRORS", failed ? 1 : 0);
-        j.field("ROWS_AFFECTED", st.rows_affected);
-        j.field("ROWS_SENT", st.rows_sent);
-        j.field("ROWS_EXAMINED", st.rows_examined);
-        if (st.has_memory()) {
-            // MySQL counts the memory max_connection_memory controls, its
-            // mark reset per command: performance_schema's name for it.
-            // MariaDB's mark is the connection's, as its PROCESSLIST names it.
-            j.field("MEMORY_USED", st.mem_used);
-            j.field((st.flags & MT_STMT_MEMORY_PER_COMMAND) ? "MAX_CONTROLLED_MEMORY"
-                                                            : "MAX_MEMORY_USED",
-                    st.mem_max);
-        }
-        if (st.transaction_event_id) {
-            j.field("NESTING_EVENT_ID", st.transaction_event_id);
-            j.field("NESTING_EVENT_TYPE", "TRANSACTION");
-        }
-        j.field("command", mysql::command_name(st.command));
-        j.field("query_id", st.query_id);
-        if (st.one_probe()) {
-            // Counters need the statement's start on its thread: not seen
-            // on the one-probe path, so unknown rather than 0.
-            for (const char *k :
-                 {"CPU_TIME", "CPU_user", "CPU_system", "Context_voluntary", "Context_involuntary",
-                  "Page_faults_major", "Page_faults_minor", "Block_ops_in", "Block_ops_out"}) {
-                j.null_field(k);
+        ClassExtra &c = tc.extra;
+        if (!c.json_known) {
+            append_json_string(c.name_json, tc.event_name);
+            if (text) {
+                append_json_string(c.text_json, st.text);
+                append_json_string(c.digest_json, tc.digest(st));
             }
-        } else {
+            append_json_string(c.command_json, mysql::command_name(st.command));
+            c.json_known = true;
+        }
+        {
+            // The fields every statement line has, in event_head's order.
+            FlatWriter f(out);
+            f.lit("{\"kind\":\"statement\",\"pid\":");
+            f.num(pid_);
+            f.lit(",\"tid\":");
+            f.num(st.tid);
+            f.lit(",\"THREAD_ID\":");
+            f.num(st.thread_id);
+            f.lit(",\"EVENT_ID\":");
+            f.num(event_id);
+            f.lit(",\"END_EVENT_ID\":");
+            f.num(event_id + rows.size() + waits.size() + 1);
+            f.lit(",\"EVENT_NAME\":");
+            f.raw(c.name_json);
+            f.lit(",\"TIMER_START\":");  // picoseconds, as performance_schema
+            f.num(st.start_ns * 1000);
+            f.lit(",\"TIMER_END\":");
+            f.num(st.end_ns * 1000);
+            f.lit(",\"TIMER_WAIT\":");
+            f.num((st.end_ns - st.start_ns) * 1000);
+            f.lit(",\"LOCK_TIME\":");
+            f.num(st.lock_ns * 1000);
+            f.lit(",\"SQL_TEXT\":");
+            text ? f.raw(c.text_json) : f.lit("null");
+            if (st.truncated()) {
+                f.lit(",\"sql_bytes\":");
+                f.num(st.text_len);
+            }
+            f.lit(",\"DIGEST_TEXT\":");
+            text ? f.raw(c.digest_json) : f.lit("null");
+            f.lit(",\"CURRENT_SCHEMA\":");
+            st.db.empty() ? f.lit("null") : f.str(st.db);
+            f.lit(",\"MYSQL_ERRNO\":");
+            f.num(failed ? st.error : 0);
+            f.lit(",\"RETURNED_SQLSTATE\":");
+            failed ? f.str(st.sqlstate) : f.lit("null");
+            f.lit(",\"MESSAGE_TEXT\":");
+            failed ? f.str(st.message) : f.lit("null");
+            f.lit(",\"ERRORS\":");
+            f.num(failed ? 1 : 0);
+            f.lit(",\"ROWS_AFFECTED\":");
+            f.num(st.rows_affected);
+            f.lit(",\"ROWS_SENT\":");
+            f.num(st.rows_sent);
+            f.lit(",\"ROWS_EXAMINED\":");
+            f.num(st.rows_examined);
+            if (st.has_memory()) {
+                // MySQL counts the memory max_connection_memory controls, its
+                // mark reset per command: performance_schema's name for it.
+                // MariaDB's mark is the connection's, as its PROCESSLIST names it.
+                f.lit(",\"MEMORY_USED\":");
+                f.num(st.mem_used);
+                (st.flags & MT_STMT_MEMORY_PER_COMMAND) ? f.lit(",\"MAX_CONTROLLED_MEMORY\":")
+                                                        : f.lit(",\"MAX_MEMORY_USED\":");
+                f.num(st.mem_max);
+            }
+            if (st.transaction_event_id) {
+                f.lit(",\"NESTING_EVENT_ID\":");
+                f.num(st.transaction_event_id);
+                f.lit(",\"NESTING_EVENT_TYPE\":\"TRANSACTION\"");
+            }
+            f.lit(",\"command\":");
+            f.raw(c.command_json);
+            f.lit(",\"query_id\":");
+            f.num(st.query_id);
+            if (st.one_probe()) {
+                // Counters need the statement's start on its thread: not seen
+                // on the one-probe path, so unknown rather than 0.
+                f.lit(
+                    ",\"CPU_TIME\":null,\"CPU_user\":null,\"CPU_system\":null,"
+                    "\"Context_voluntary\":null,\"Context_involuntary\":null,"
+                    "\"Page_faults_major\":null,\"Page_faults_minor\":null,"
+                    "\"Block_ops_in\":null,\"Block_ops_out\":null");
+            }
+        }
+        JsonWriter j(out, true);
+        if (!st.one_probe()) {
+            const auto used = st.begin.until(st.end);
             j.field("CPU_TIME", used.cpu_ns * 1000);
             put_counters(j, used);
         }

@@ -188,11 +188,12 @@ const std::string &ServerRenderer::statement(const server::Statement &st,
 
     if (!st.samples.empty() || st.sample_period_us != 0) {
         auto &tc = text_classes_.of(st);
-        if (tc.extra == nullptr) {
-            tc.extra = &classes_[tc.event_name + "\x1f" + (has_text(st) ? tc.digest(st) : "")];
-            tc.extra->event_name = tc.event_name;
+        if (tc.extra.totals == nullptr) {
+            tc.extra.totals =
+                &classes_[tc.event_name + "\x1f" + (has_text(st) ? tc.digest(st) : "")];
+            tc.extra.totals->event_name = tc.event_name;
         }
-        auto &c = *tc.extra;
+        auto &c = *tc.extra.totals;
         c.count++;
         c.wait_ns += st.end_ns - st.start_ns;
         c.cpu_ns += st.begin.until(st.end).cpu_ns;

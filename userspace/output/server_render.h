@@ -90,9 +90,18 @@ class ServerRenderer {
         uint64_t samples_lost = 0;
         std::map<std::string, StageTotals> stages;
     };
-    // Per command and text: the event name, the digest, and (sampled
-    // statements) the totals of their digest.
-    using TextClass = server::TextClasses<ClassTotals *>::Class;
+    // Per command and text: the event name, the digest, (sampled
+    // statements) the totals of their digest, and for --format json the
+    // strings of a statement line that depend on nothing else, rendered.
+    struct ClassExtra {
+        ClassTotals *totals = nullptr;
+        bool json_known = false;
+        std::string name_json;     // EVENT_NAME
+        std::string text_json;     // SQL_TEXT
+        std::string digest_json;   // DIGEST_TEXT
+        std::string command_json;  // command
+    };
+    using TextClass = server::TextClasses<ClassExtra>::Class;
     void text_rows(std::string &out, const server::Statement &st, const std::vector<StageRow> &rows,
                    const std::vector<NamedWait> &waits);
     // The statement's events as JSON lines, written straight into `out`
@@ -140,7 +149,7 @@ class ServerRenderer {
     std::map<std::pair<uint32_t, std::string>, ErrorTotals> errors_;  // by errno, SQLSTATE
     std::vector<nlohmann::ordered_json> last_;
     std::unordered_map<uint64_t, std::string> names_;  // by server address
-    server::TextClasses<ClassTotals *> text_classes_;
+    server::TextClasses<ClassExtra> text_classes_;
     std::string key_;
     std::map<uint32_t, std::string> unknown_sites_;
     std::vector<StageRow> rows_;  // of the current statement

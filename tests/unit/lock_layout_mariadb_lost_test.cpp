@@ -39,8 +39,7 @@ asm(R"(
     call   thd_storage_lock_wait
     pop    %rbp
     ret
-)" END("lock_layout_lost_innodb_lock_wait") STUB("thd_wait_begin")
-        STUB("thd_storage_lock_wait"));
+)" END("lock_layout_lost_innodb_lock_wait") STUB("thd_wait_begin") STUB("thd_storage_lock_wait"));
 
 namespace {
 

@@ -8,7 +8,8 @@
 // a division by 1000 (milliseconds), the thd_wait_begin call before it
 // where the wait begins, with the waiting trx_t in %r14 (its mysql_thd
 // loaded into %rdi), and the deadlock search's walk of trx->lock.wait_trx
-// after it. Calls point at stand-ins: the code is read, never
+// after it (as 11.8 compiles it: each next one loaded into another
+// register). Calls point at stand-ins: the code is read, never
 // run.
 #include <gtest/gtest.h>
 
@@ -134,7 +135,8 @@ asm(R"(
     mov    %r14,%rdi
 1:  cmp    %rdi,%rax
     je     2f
-    mov    0x88(%rax),%rax
+    mov    0x88(%rax),%rdx
+    mov    %rdx,%rax
     test   %rax,%rax
     jne    1b
 2:  mov    -0x38(%rbp),%rax

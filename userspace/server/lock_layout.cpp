@@ -243,8 +243,10 @@ StorageWaitCallers storage_wait_callers(const elf::ElfFile &file, const elf::Sym
 // %rdi`, neither register written again before the call): the register
 // holding the trx there and trx_t::mysql_thd. After the call, InnoDB's
 // deadlock search (Deadlock::find_cycle) walks the wait-for chain from that
-// trx: `mov D(%trx), %r` then `mov D(%r), %r` (hare = hare->lock.wait_trx):
-// D is trx_t::lock.wait_trx, the transaction whose lock the new one
+// trx: `mov D(%trx), %r` then `mov D(%r), %x` with %r not written between
+// (hare = hare->lock.wait_trx: the same field read from what it pointed
+// to; MariaDB 10.11 loads into %r again, 11.8 into another register): D
+// is trx_t::lock.wait_trx, the transaction whose lock the new one
 // conflicts with, set before the wait begins. The code before the call has
 // no symbol to start from: decoding starts kBack bytes before it, one byte
 // later each time until the instructions meet the call (x86 code
@@ -327,8 +329,8 @@ WaitTrx wait_trx_layout(const elf::ElfFile &file, uint64_t call) {
         int dst = -1, b = -1;
         int64_t off = 0;
         const bool load = load64(*insn, &dst, &b, &off) && off > 0;
-        if (load && b == dst &&
-            std::find(from_trx.begin(), from_trx.end(), std::pair{dst, off}) != from_trx.end()) {
+        if (load &&
+            std::find(from_trx.begin(), from_trx.end(), std::pair{b, off}) != from_trx.end()) {
             out.wait_trx = off;
         }
         for_each_written(*insn, [&](int s) {

@@ -17,9 +17,10 @@
 //   register when the wait begins plus the wait's return (MySQL:
 //   lock_wait_suspend_thread), or a function called once a wait ended with
 //   its duration (MariaDB: thd_storage_lock_wait, and the wait's call of
-//   thd_wait_begin before it, with sched_waking naming who woke the
-//   waiter), and the wait-for edges InnoDB reports (MySQL:
-//   thd_report_lock_wait(waiter, blocker)).
+//   thd_wait_begin before it, where the waiting transaction names the one
+//   it waits for, with sched_waking naming who woke the waiter), and the
+//   wait-for edges InnoDB reports (MySQL: thd_report_lock_wait(waiter,
+//   blocker); MariaDB with a binary log: thd_rpl_deadlock_check).
 // One program for the uprobes; the attach cookie's low 16 bits say which
 // role a site has, the bits above where a register it reads is in pt_regs.
 // Offsets come from server/lock_layout.cpp (learnt from the binary).
@@ -39,7 +40,8 @@ enum lock_role {  // attach cookies (server/lock_layout.h, LockRole)
     LOCK_ROW_EDGE = 10,     // (THD *waiter, THD *blocker)
     LOCK_MDL_WAIT_RET = 11,  // MDL_wait::timed_wait: return
     LOCK_MDL_GRANT = 12,     // MDL_wait::set_status(this, status), by the thread granting
-    LOCK_ROW_WAIT_BEGIN = 13,  // the wait's thd_wait_begin(THD *, type) call (MariaDB)
+    LOCK_ROW_WAIT_BEGIN = 13,  // the wait's thd_wait_begin(THD *, type) call (MariaDB),
+                               // the waiting trx_t in a register
     LOCK_MDL_REQUEST = 14      // acquire_lock's call of timed_wait: the request in a register
 };
 
@@ -56,6 +58,10 @@ const volatile __s64 off_lock_key = -1;
 // pt_regs the register holding the request is comes in the cookie's upper
 // bits (it differs between call sites).
 const volatile __s64 off_request_duration = -1;
+// LOCK_ROW_WAIT_BEGIN: trx_t::mysql_thd and trx_t::lock.wait_trx (-1:
+// unknown); the register holding the waiting trx_t is in the cookie.
+const volatile __s64 off_trx_thd = -1;
+const volatile __s64 off_trx_wait_trx = -1;
 // LOCK_ROW_WAITED's length: its unit in ns.
 const volatile __u64 row_waited_unit_ns = 1000;
 // THD's query string (LEX_CSTRING {str, length}), for an open wait's record
@@ -392,6 +398,25 @@ int server_lock(struct pt_regs *ctx) {
             __sync_fetch_and_add(&row_waiting, 1);
         else
             bpf_map_update_elem(&row_waits, &tid, &rw, BPF_ANY);
+        // The transaction it waits for (MariaDB's trx->lock.wait_trx, set
+        // before the wait begins): its THD is the blocker. Only when the
+        // register holds the trx whose THD is the one waiting.
+        if (off_trx_wait_trx >= 0 && off_trx_thd >= 0 && (cookie >> 16) < sizeof(struct pt_regs)) {
+            __u64 trx = 0, waiter = PT_REGS_PARM1(ctx), blocker;
+
+            bpf_probe_read_kernel(&trx, sizeof(trx), (void *)ctx + (cookie >> 16));
+            if (trx && waiter && read_u64((void *)trx, off_trx_thd) == waiter) {
+                blocker = read_u64((void *)read_u64((void *)trx, off_trx_wait_trx), off_trx_thd);
+                edge = blocker && blocker != waiter ? mt_reserve(&ring, MT_EV_SERVER_LOCK_EDGE,
+                                                                 sizeof(*edge))
+                                                    : 0;
+                if (edge) {
+                    edge->thread_id = thread_id_of((void *)waiter);
+                    edge->blocker = thread_id_of((void *)blocker);
+                    mt_submit(ring, edge, sizeof(*edge));
+                }
+            }
+        }
         lock_open(0, MT_LOCK_ROW, (void *)PT_REGS_PARM1(ctx));
         return 0;
     }

@@ -6,8 +6,8 @@
 // metadata lock until C commits; F waits for E's row lock until it times
 // out (innodb_lock_wait_timeout=1); G and H deadlock. Each wait must come
 // out with its object, lock type, waiter and blockers (and nothing else as
-// a blocker; MariaDB's InnoDB waits only when granted, by the connection
-// whose release woke them), at least as long as the test kept it waiting; the deadlock and
+// a blocker; on MariaDB too, with its binary log closed: InnoDB's
+// trx->lock.wait_trx), at least as long as the test kept it waiting; the deadlock and
 // the timeout as their own events; the blocking tree naming the blockers.
 // On MySQL 9.7 (performance_schema ON, its default) data_lock_waits and
 // metadata_locks, read while the waits are in progress, must agree.
@@ -193,7 +193,8 @@ TEST_P(ServerLocks, ScriptedIncident) {
 
     // F waits for E's row lock until it times out.
     ASSERT_EQ(run_query(c[E], "BEGIN"), 0u);
-    ASSERT_EQ(run_query(c[E], "UPDATE mt_db.t SET b = 'e' WHERE a = 2"), 0u);
+    const std::string e_update = "UPDATE mt_db.t SET b = 'e' WHERE a = 2";
+    ASSERT_EQ(run_query(c[E], e_update), 0u);
     ASSERT_EQ(run_query(c[F], "SET SESSION innodb_lock_wait_timeout = 1"), 0u);
     const std::string f_update = "UPDATE mt_db.t SET b = 'f' WHERE a = 2";
     EXPECT_EQ(run_query(c[F], f_update), 1205u);  // ER_LOCK_WAIT_TIMEOUT
@@ -241,10 +242,9 @@ TEST_P(ServerLocks, ScriptedIncident) {
         }
         return v;
     };
-    // MariaDB's InnoDB reports no wait-for edge outside replication: its
-    // row lock waits name the connection whose release woke them when they
-    // were granted, and no blocker otherwise (a timeout, a deadlock).
-    const bool row_blockers = mysql();
+    // Both name the transaction a row lock wait is for, granted or not:
+    // MySQL's reported edges, MariaDB's trx->lock.wait_trx (no binary log
+    // here).
     const std::vector<uint64_t> none;
 
     // B: one row lock wait, A's.
@@ -292,11 +292,10 @@ TEST_P(ServerLocks, ScriptedIncident) {
     EXPECT_EQ(fw[0]["OBJECT_NAME"], "t");
     EXPECT_EQ(fw[0]["SQL_TEXT"], f_update);
     EXPECT_GE(fw[0]["TIMER_WAIT"].get<uint64_t>(), 900'000'000'000u);  // ~1 s, coarse clock
-    EXPECT_EQ(fw[0]["BLOCKERS_KNOWN"], row_blockers);
-    EXPECT_EQ(blocker_ids(fw[0]), row_blockers ? std::vector<uint64_t>{id[E]} : none);
-    // Without the edge, E is named as possible: its open transaction
-    // updated mt_db.t before F's wait (and nobody else's did).
-    EXPECT_EQ(possible_ids(fw[0]), row_blockers ? none : std::vector<uint64_t>{id[E]});
+    EXPECT_EQ(fw[0]["BLOCKERS_KNOWN"], true);
+    EXPECT_EQ(blocker_ids(fw[0]), std::vector<uint64_t>{id[E]});
+    EXPECT_EQ(fw[0]["BLOCKERS"][0]["SQL_TEXT"], e_update);
+    EXPECT_EQ(possible_ids(fw[0]), none);
 
     // Exactly the two incidents, in order.
     ASSERT_EQ(incidents.size(), 2u) << json(incidents).dump();
@@ -310,12 +309,8 @@ TEST_P(ServerLocks, ScriptedIncident) {
     // G waited for H (and H for G, if it got to wait).
     auto gw = waits_of(id[G]);
     ASSERT_GE(gw.size(), 1u) << json(waits).dump();
-    if (row_blockers || gw[0]["LOCK_STATUS"] == "GRANTED") {
-        EXPECT_EQ(blocker_ids(gw[0]), std::vector<uint64_t>{id[H]});
-    } else {
-        EXPECT_EQ(blocker_ids(gw[0]), none);
-        EXPECT_EQ(possible_ids(gw[0]), std::vector<uint64_t>{id[H]});
-    }
+    EXPECT_EQ(blocker_ids(gw[0]), std::vector<uint64_t>{id[H]});
+    EXPECT_EQ(possible_ids(gw[0]), none);
 
     // No false blockers: each waiter's blockers are the ones the script made.
     const std::map<uint64_t, uint64_t> holder = {

@@ -7,10 +7,10 @@
 // over B and C over D, with the statements A and C ran, and no one else as
 // a blocker; once A and C commit, "lock waits: none now". Through the agent (--locks) with a
 // MariaDB 10.11 and a MySQL 9.7 server (performance_schema off), and with
-// `top --pid --locks` on MariaDB. MariaDB's InnoDB does not say who holds
-// a row lock while the binary log is closed: A is shown as a possible
-// blocker there; with --log-bin it reports the edge (thd_rpl_deadlock_check)
-// and A is certain.
+// `top --pid --locks` on MariaDB, with its binary log closed and open: A is
+// a certain blocker in both (the transaction B's waits for,
+// trx->lock.wait_trx; with --log-bin InnoDB also reports the edge through
+// thd_rpl_deadlock_check).
 #include <chrono>
 #include <memory>
 #include <regex>
@@ -154,14 +154,12 @@ std::string last_lock_lines(const std::string &out) {
 }
 
 // What the tree must be while the incident's waits are in progress.
-std::string expected_tree(const std::string &name, pid_t pid, const Incident &in,
-                          bool row_certain) {
+std::string expected_tree(const std::string &name, pid_t pid, const Incident &in) {
     const auto id = [&](int i) { return std::to_string(in.id[i]); };
     return "lock waits of " + name + " (pid " + std::to_string(pid) + "): 2 waiting\n" +
-           (row_certain ? "blocking" : "possibly blocking") + " thread " + id(Incident::A) +
-           ", transaction open <t>: " + Incident::kAUpdate + "\n  -> thread " + id(Incident::B) +
-           " waits <t> for an InnoDB row lock on TABLE mt_db.t" +
-           (row_certain ? "" : " (possible blocker)") + ": " + Incident::kBUpdate +
+           "blocking thread " + id(Incident::A) + ", transaction open <t>: " + Incident::kAUpdate +
+           "\n  -> thread " + id(Incident::B) +
+           " waits <t> for an InnoDB row lock on TABLE mt_db.t: " + Incident::kBUpdate +
            "\nblocking thread " + id(Incident::C) +
            ", transaction open <t>: " + Incident::kCSelect + "\n  -> thread " + id(Incident::D) +
            " waits <t> for metadata lock EXCLUSIVE on TABLE mt_db.t2: " + Incident::kDAlter + "\n";
@@ -202,17 +200,15 @@ TEST_F(TopLocksTest, BlockingTreeThroughTheAgent) {
     struct Case {
         MariadbServer *server;
         std::string name;
-        bool row_certain;
     };
-    for (const Case &c :
-         {Case{mariadb->get(), "mariadb-" + std::to_string((*mariadb)->port()), false},
-          Case{mysql->get(), "mysql-" + std::to_string((*mysql)->port()), true}}) {
+    for (const Case &c : {Case{mariadb->get(), "mariadb-" + std::to_string((*mariadb)->port())},
+                          Case{mysql->get(), "mysql-" + std::to_string((*mysql)->port())}}) {
         SCOPED_TRACE(c.name);
         make_tables(*c.server);
         Incident in(*c.server);
         in.start();
         const auto t0 = Clock::now();
-        EXPECT_EQ(batch_tree(source), expected_tree(c.name, c.server->pid(), in, c.row_certain));
+        EXPECT_EQ(batch_tree(source), expected_tree(c.name, c.server->pid(), in));
         std::printf("%s: tree shown %.2f s after both waits began\n", c.name.c_str(),
                     std::chrono::duration<double>(Clock::now() - t0).count());
         in.end();
@@ -246,7 +242,7 @@ void top_pid_incident(bool binlog) {
     EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
     // A frame printed while both waited, and the last one after.
     const std::string want =
-        expected_tree("mariadb-" + std::to_string(server->port()), server->pid(), in, binlog);
+        expected_tree("mariadb-" + std::to_string(server->port()), server->pid(), in);
     bool seen = false;
     for (size_t at = stopped.out.find("mysqltrace top - "); at != std::string::npos;
          at = stopped.out.find("mysqltrace top - ", at + 1)) {
@@ -263,11 +259,11 @@ void top_pid_incident(bool binlog) {
 
 TEST_F(TopLocksTest, BlockingTreeOfTopPid) {
     {
-        SCOPED_TRACE("no binary log: A a possible blocker");
+        SCOPED_TRACE("no binary log: A certain (trx->lock.wait_trx)");
         top_pid_incident(false);
     }
     {
-        SCOPED_TRACE("binary log open: InnoDB reports A");
+        SCOPED_TRACE("binary log open: A certain, InnoDB reports it too");
         top_pid_incident(true);
     }
     // --locks is for --pid.
@@ -310,7 +306,7 @@ TEST_F(TopLocksTest, BlockingTreeOnTheScreen) {
         << screen;
     tmux.key("l");
     const std::string want =
-        expected_tree("mariadb-" + std::to_string(server->port()), server->pid(), in, true);
+        expected_tree("mariadb-" + std::to_string(server->port()), server->pid(), in);
     // The screen's lines from the tree's first, trailing blanks dropped.
     const auto tree_of = [](const std::string &s) {
         const size_t at = s.find("\nlock waits");

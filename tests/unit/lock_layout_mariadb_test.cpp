@@ -5,8 +5,11 @@
 // create; acquire_lock's call of MDL_wait::timed_wait), THD's
 // MDL_context_owner base from the thunk of THD::notify_shared_lock, and
 // InnoDB's symbol-less lock_wait(): its call of thd_storage_lock_wait after
-// a division by 1000 (milliseconds), and the thd_wait_begin call before it
-// where the wait begins. Calls point at stand-ins: the code is read, never
+// a division by 1000 (milliseconds), the thd_wait_begin call before it
+// where the wait begins, with the waiting trx_t in %r14 (its mysql_thd
+// loaded into %rdi), and the deadlock search's walk of trx->lock.wait_trx
+// after it (as 11.8 compiles it: each next one loaded into another
+// register). Calls point at stand-ins: the code is read, never
 // run.
 #include <gtest/gtest.h>
 
@@ -117,13 +120,26 @@ asm(R"(
                         "lock_layout_mariadb_innodb_lock_wait") R"(
     push   %rbp
     mov    %rsp,%rbp
-    mov    0x8d0(%rbx),%rdi
+    mov    0x8d0(%r14),%rdi
     cmp    $0x1,%r8d
     sbb    %esi,%esi
     and    $0xfffffffd,%esi
     add    $0x6,%esi
     call   thd_wait_begin
-    mov    -0x38(%rbp),%rax
+    lea    0x14102f2(%rip),%r12
+    mov    %r12,%rdi
+    call   lock_layout_mariadb_new
+    mov    0x88(%r14),%rax
+    test   %rax,%rax
+    je     2f
+    mov    %r14,%rdi
+1:  cmp    %rdi,%rax
+    je     2f
+    mov    0x88(%rax),%rdx
+    mov    %rdx,%rax
+    test   %rax,%rax
+    jne    1b
+2:  mov    -0x38(%rbp),%rax
     movabs $0x20c49ba5e353f7cf,%rdx
     sub    %rbx,%rax
     shr    $0x3,%rax
@@ -153,7 +169,8 @@ TEST(LockLayoutMariadb, OffsetsOwnerBaseAndInnodbWait) {
     auto f = ElfFile::open("/proc/self/exe");
     ASSERT_TRUE(f.ok()) << f.error().message;
     auto l = learn_lock_layout(**f);
-    // InnoDB reports no wait-for edges, but who wakes a wait is watched.
+    // InnoDB reports no wait-for edges, but each wait's trx names the one it
+    // waits for, and who wakes a wait is watched.
     EXPECT_EQ(l.missing, "");
     EXPECT_EQ(l.ctx_owner, 0x88);
     EXPECT_EQ(l.owner_to_thd, 0xe8);
@@ -165,7 +182,11 @@ TEST(LockLayoutMariadb, OffsetsOwnerBaseAndInnodbWait) {
     EXPECT_TRUE(l.mdl_waits);
     EXPECT_TRUE(l.mdl_blockers);
     EXPECT_TRUE(l.row_waits);
-    EXPECT_FALSE(l.row_blockers);
+    EXPECT_TRUE(l.row_blockers);
+    EXPECT_TRUE(l.row_wait_trx);
+    EXPECT_FALSE(l.row_rpl_edges);
+    EXPECT_EQ(l.trx_thd, 0x8d0);
+    EXPECT_EQ(l.trx_wait_trx, 0x88);
     EXPECT_TRUE(l.row_wakers);
     EXPECT_EQ(l.row_waited_unit_ns, 1'000'000u);
     auto site = [&](LockRole role) {
@@ -186,6 +207,7 @@ TEST(LockLayoutMariadb, OffsetsOwnerBaseAndInnodbWait) {
     ASSERT_NE(site(LockRole::row_wait_begin), nullptr);
     EXPECT_EQ(site(LockRole::row_wait_begin)->offset,
               offset_of("lock_layout_mariadb_innodb_lock_wait") + 1 + 3 + 7 + 4 + 2 + 3 + 3);
+    EXPECT_EQ(site(LockRole::row_wait_begin)->reg, 14);  // %r14
     EXPECT_EQ(site(LockRole::row_begin), nullptr);
     EXPECT_EQ(site(LockRole::row_edge), nullptr);
     ASSERT_NE(site(LockRole::mdl_request), nullptr);

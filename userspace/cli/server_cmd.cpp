@@ -424,7 +424,8 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
                       << " probes; MDL_context::m_owner +" << k.ctx_owner << ", THD at owner -"
                       << k.owner_to_thd << ", MDL_ticket m_type +" << k.ticket_type << " m_ctx +"
                       << k.ticket_ctx << " m_lock +" << k.ticket_lock << ", MDL_lock key +"
-                      << k.lock_key << "\n";
+                      << k.lock_key << ", trx_t mysql_thd +" << k.trx_thd << " lock.wait_trx +"
+                      << k.trx_wait_trx << "\n";
         }
     }
     const char *what = opts.stages == server::StageMode::exact     ? "statements and exact stages"

@@ -237,6 +237,117 @@ StorageWaitCallers storage_wait_callers(const elf::ElfFile &file, const elf::Sym
     return out;
 }
 
+// The waiting transaction and the one it waits for, at the wait's call of
+// thd_wait_begin (MariaDB's lock_wait(trx's query thread), with no symbol):
+// its THD argument is loaded from the waiting trx_t (`mov disp(%trx),
+// %rdi`, neither register written again before the call): the register
+// holding the trx there and trx_t::mysql_thd. After the call, InnoDB's
+// deadlock search (Deadlock::find_cycle) walks the wait-for chain from that
+// trx: `mov D(%trx), %r` then `mov D(%r), %x` with %r not written between
+// (hare = hare->lock.wait_trx: the same field read from what it pointed
+// to; MariaDB 10.11 loads into %r again, 11.8 into another register): D
+// is trx_t::lock.wait_trx, the transaction whose lock the new one
+// conflicts with, set before the wait begins. The code before the call has
+// no symbol to start from: decoding starts kBack bytes before it, one byte
+// later each time until the instructions meet the call (x86 code
+// resynchronises within a few instructions, long before the loads used).
+struct WaitTrx {
+    int reg = -1;  // register slot holding the trx_t at the call
+    int64_t thd = -1, wait_trx = -1;
+};
+
+// `mov disp(%base), %dst` with 8-byte registers and no index: true, with
+// the slots and the displacement.
+bool load64(const cs_insn &insn, int *dst, int *base, int64_t *disp) {
+    const cs_x86 &x = insn.detail->x86;
+    if (insn.id != X86_INS_MOV || x.op_count != 2 || x.operands[0].type != X86_OP_REG ||
+        x.operands[0].size != 8 || x.operands[1].type != X86_OP_MEM ||
+        x.operands[1].mem.index != X86_REG_INVALID || x.operands[1].mem.base == X86_REG_RIP) {
+        return false;
+    }
+    *dst = reg_slot(x.operands[0].reg);
+    *base = reg_slot(x.operands[1].mem.base);
+    *disp = x.operands[1].mem.disp;
+    return *dst >= 0 && *base >= 0;
+}
+
+WaitTrx wait_trx_layout(const elf::ElfFile &file, uint64_t call) {
+    constexpr uint64_t kBack = 256, kAfter = 512, kTries = 16;
+    constexpr int kRdi = 7;
+    WaitTrx out;
+    elf::Disassembler d(file.budget(), /*detail=*/true);
+    bool met = false;
+    const uint64_t first = std::min(kBack, call);
+    for (uint64_t back = first; !met && back > 0 && first - back < kTries; back--) {
+        auto code = file.read(call - back, back);
+        if (!code) {
+            return out;
+        }
+        std::span<const uint8_t> bytes(*code);
+        size_t at = 0;
+        while (at < back) {
+            const cs_insn *insn = d.decode(bytes.subspan(at), call - back + at);
+            if (insn == nullptr) {
+                break;
+            }
+            int dst = -1, b = -1;
+            int64_t off = 0;
+            const bool load = load64(*insn, &dst, &b, &off);
+            for_each_written(*insn, [&](int s) {
+                if (s == kRdi || s == out.reg) {
+                    out.reg = -1;
+                }
+            });
+            if (load && dst == kRdi && b != kRdi && off > 0) {
+                out.reg = b;
+                out.thd = off;
+            }
+            at += insn->size;
+        }
+        met = at == back;
+        if (!met) {
+            out.reg = -1;
+        }
+    }
+    if (out.reg < 0) {
+        return WaitTrx{};
+    }
+    // From the call on (a call keeps the callee-saved registers), while the
+    // trx register is not written: the loads from it, by destination.
+    auto code = file.read(call, kAfter);
+    if (!code) {
+        return WaitTrx{};
+    }
+    std::span<const uint8_t> bytes(*code);
+    bool trx_live = true;
+    std::vector<std::pair<int, int64_t>> from_trx;  // (destination, displacement)
+    for (size_t at = 0; at < bytes.size() && out.wait_trx < 0;) {
+        const cs_insn *insn = d.decode(bytes.subspan(at), call + at);
+        if (insn == nullptr || insn->id == X86_INS_RET) {
+            break;
+        }
+        int dst = -1, b = -1;
+        int64_t off = 0;
+        const bool load = load64(*insn, &dst, &b, &off) && off > 0;
+        if (load &&
+            std::find(from_trx.begin(), from_trx.end(), std::pair{b, off}) != from_trx.end()) {
+            out.wait_trx = off;
+        }
+        for_each_written(*insn, [&](int s) {
+            trx_live = trx_live && s != out.reg;
+            std::erase_if(from_trx, [s](const auto &e) { return e.first == s; });
+        });
+        if (load && trx_live && b == out.reg) {
+            from_trx.push_back({dst, off});
+        }
+        at += insn->size;
+    }
+    if (out.wait_trx < 0) {
+        return WaitTrx{};
+    }
+    return out;
+}
+
 void add_entry(const elf::ElfFile &file, LockLayout &l, const char *sym, LockRole role,
                std::vector<std::string> *lacking) {
     auto s = file.find(sym);
@@ -383,8 +494,13 @@ LockLayout learn_lock_layout(const elf::ElfFile &file) {
             // whose release granted the lock.
             if (auto off = file.vaddr_to_offset(callers.begin_vaddr);
                 l.row_waits && callers.begin_vaddr != 0 && off) {
-                l.sites.push_back({*off, LockRole::row_wait_begin, false, kWaitBegin});
+                // The transaction waited for, when the code shows where.
+                const WaitTrx w = wait_trx_layout(file, callers.begin_vaddr);
+                l.sites.push_back({*off, LockRole::row_wait_begin, false, kWaitBegin, w.reg});
                 l.row_wakers = true;
+                l.trx_thd = w.thd;
+                l.trx_wait_trx = w.wait_trx;
+                l.row_wait_trx = w.reg >= 0;
             }
         }
         if (!l.row_waits) {
@@ -394,12 +510,13 @@ LockLayout learn_lock_layout(const elf::ElfFile &file) {
         } else {
             std::vector<std::string> lacking;
             add_entry(file, l, kReportLockWait, LockRole::row_edge, &lacking);
-            l.row_blockers = lacking.empty();
-            if (!l.row_blockers) {
+            if (!lacking.empty()) {
                 std::vector<std::string> rpl;
                 add_entry(file, l, kRplDeadlockCheck, LockRole::row_edge, &rpl);
                 l.row_rpl_edges = rpl.empty();
             }
+            // MariaDB: every wait names the transaction it waits for.
+            l.row_blockers = lacking.empty() || l.row_wait_trx;
             if (!l.row_blockers && !l.row_wakers && !l.row_rpl_edges) {
                 missing +=
                     "row lock blockers: InnoDB does not report its wait-for edges "

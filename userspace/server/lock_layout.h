@@ -36,7 +36,8 @@ struct LockSite {
     LockRole role = LockRole::mdl_wait;
     bool retprobe = false;
     std::string what;  // the function, for messages
-    int reg = -1;      // mdl_request: the register holding the request there
+    int reg = -1;      // mdl_request: the register holding the request there;
+                       // row_wait_begin: the waiting trx_t (-1: not known)
 };
 
 struct LockLayout {
@@ -66,6 +67,13 @@ struct LockLayout {
     // open (MariaDB's thd_rpl_deadlock_check(waiter, blocker), called by
     // InnoDB's lock_wait_rpl_report when thd_need_wait_reports() holds).
     bool row_rpl_edges = false;
+    // ... or, whatever the binary log, with the transaction each waits for
+    // (MariaDB: trx_t::lock.wait_trx, read at the wait's thd_wait_begin
+    // call, LockRole::row_wait_begin, whose LockSite::reg holds the
+    // waiting trx_t): row_blockers is then set too.
+    bool row_wait_trx = false;
+    int64_t trx_thd = -1;       // trx_t::mysql_thd (THD *)
+    int64_t trx_wait_trx = -1;  // trx_t::lock.wait_trx (trx_t *)
     // InnoDB's wait, when only its end is seen with its length
     // (LockRole::row_waited): the length's unit, in ns.
     uint64_t row_waited_unit_ns = 1000;

@@ -526,7 +526,8 @@ std::vector<LiveLockWait> LockTracker::live() const {
             }
         } else if (auto it = edges_.find(w->thread_id);
                    row_blockers_ || (it != edges_.end() && !it->second.empty())) {
-            // MariaDB reports them only with the binary log open.
+            // Edges: MySQL's reported ones, MariaDB's trx->lock.wait_trx
+            // (or its thd_rpl_deadlock_check ones, with a binary log).
             if (it != edges_.end()) {
                 // Those not yet taken by an ended wait's report: this
                 // wait's, reported when it was queued or since.

@@ -125,8 +125,9 @@ struct LiveLockWait {
     std::string stage;       // MDL: "Waiting for table metadata lock"
     std::string waiter_sql;  // the start of the waiting statement's text ("": not read)
     Blocker blocker;
-    // Not a certain holder (MariaDB's InnoDB waits): a connection whose
-    // open transaction took row locks before the wait began.
+    // Not a certain holder (an InnoDB wait of a build whose edges are not
+    // seen): a connection whose open transaction took row locks before the
+    // wait began.
     bool possible = false;
 };
 
@@ -151,8 +152,8 @@ class LockTracker {
     // deadlock search, plus on MySQL the connections whose transaction,
     // open since before the wait, ran a statement naming the table when
     // the lock requested conflicts with what that statement holds (its
-    // "fast path" locks are not in the search); InnoDB's reported edges
-    // (MySQL) or else the possible blockers.
+    // "fast path" locks are not in the search); InnoDB's edges (MySQL's
+    // reported ones, MariaDB's wait_trx) or else the possible blockers.
     std::vector<LiveLockWait> live() const;
     // Forgets connections whose last statement began before `before_ns`
     // with no transaction open, and the tree: a long-running tracer (the

@@ -150,25 +150,6 @@ bool is_jcc(const cs_insn &insn) {
            d.groups + d.groups_count;
 }
 
-// Calls f(slot) for each general-purpose register `insn` writes.
-template <class F>
-void for_each_written(const cs_insn &insn, F f) {
-    const cs_x86 &x = insn.detail->x86;
-    for (uint8_t i = 0; i < x.op_count; i++) {
-        if (x.operands[i].type == X86_OP_REG && (x.operands[i].access & CS_AC_WRITE) != 0) {
-            f(reg_slot(x.operands[i].reg));
-        }
-    }
-    for (uint8_t i = 0; i < insn.detail->regs_write_count; i++) {
-        f(reg_slot(static_cast<x86_reg>(insn.detail->regs_write[i])));
-    }
-    if (insn.id == X86_INS_CALL) {
-        for (int s : {0, 1, 2, 6, 7, 8, 9, 10, 11}) {  // caller-saved
-            f(s);
-        }
-    }
-}
-
 bool is_rip_relative(const cs_x86_op &op) {
     return op.type == X86_OP_MEM && op.mem.base == X86_REG_RIP && op.mem.index == X86_REG_INVALID;
 }

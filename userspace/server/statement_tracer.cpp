@@ -217,6 +217,8 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         ro->off_lock_key = k.lock_key;
         ro->off_ticket_ctx = k.ticket_ctx;
         ro->row_waited_unit_ns = k.row_waited_unit_ns;
+        ro->off_trx_thd = k.trx_thd;
+        ro->off_trx_wait_trx = k.trx_wait_trx;
         ro->off_request_duration = k.request_duration;
         ro->off_lock_query = target.layout.query_string;
     }

@@ -166,7 +166,9 @@ bool mentions_secret_keyword(std::string_view s) {
     static constexpr std::array<std::string_view, 7> words = {
         "PASSWORD", "IDENTIFIED", "ENCRYPT", "DECRYPT", "ENCODE", "DECODE", "KDF"};
     for (size_t i = 0; i < s.size(); i++) {
-        const char c = static_cast<char>(std::toupper(static_cast<unsigned char>(s[i])));
+        // ASCII upper case by bit (toupper() is a call per byte): only the
+        // letters themselves map to these five.
+        const char c = static_cast<char>(static_cast<unsigned char>(s[i]) & ~0x20u);
         if (c != 'P' && c != 'I' && c != 'E' && c != 'D' && c != 'K') {
             continue;
         }

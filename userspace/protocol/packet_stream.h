@@ -82,9 +82,17 @@ class PacketStream {
     // data[0..copied) were captured; true_len - copied more bytes followed
     // on the wire but were not copied.
     void feed(const uint8_t *data, size_t copied, size_t true_len, uint64_t ts_ns);
+    // The same without copying: data must stay valid until keep_pending(),
+    // which copies what next() has not consumed yet. For a caller that reads
+    // the packets right after feeding them, as the stage machine does.
+    void feed_borrowed(const uint8_t *data, size_t copied, size_t true_len, uint64_t ts_ns);
+    void keep_pending();
 
     // Parses just enough pending input to return the next complete packet.
+    // out's payload buffer is kept for a later packet.
     bool next(Packet &out);
+    // Takes a packet's payload buffer for a later packet.
+    void recycle(Packet &p);
 
     // Takes effect at the first byte not yet returned by next().
     void set_compressed(bool on);
@@ -110,15 +118,23 @@ class PacketStream {
 
     const PacketStreamStats &stats() const { return stats_; }
 
+    // A zlib and zstd decompressor (packet_stream.cpp). Closed streams give
+    // theirs back to a pool of the thread's for the next one.
+    struct Inflater;
+    struct InflaterDone {
+        void operator()(Inflater *inf) const noexcept;
+    };
+
   private:
     struct Chunk {
-        std::vector<uint8_t> data;
+        const uint8_t *data = nullptr;  // owned's, or the caller's (feed_borrowed)
+        size_t size = 0;
+        std::vector<uint8_t> owned;
         size_t pos = 0;
         uint64_t gap = 0;    // missing bytes after data
         uint64_t start = 0;  // stream offset of data[0]
         uint64_t ts_ns = 0;
     };
-    struct Inflater;
 
     // Packet layer. consume() stops after completing one packet so the
     // caller can look at it before the next byte is interpreted.
@@ -145,6 +161,7 @@ class PacketStream {
     uint64_t in_offset_ = 0;  // stream offset of the bytes being consumed
     std::deque<Chunk> pending_;
     std::deque<Packet> ready_;
+    std::vector<uint8_t> spare_;  // a payload buffer for the next packet
     PacketStreamStats stats_;
 
     // Packet layer state.
@@ -170,7 +187,7 @@ class PacketStream {
     bool frame_broken_ = false;
     bool frame_started_ = false;  // the body's first byte (which codec) was seen
     bool frame_zstd_ = false;
-    std::unique_ptr<Inflater> inflater_;
+    std::unique_ptr<Inflater, InflaterDone> inflater_;
 };
 
 }  // namespace mysqltrace::protocol

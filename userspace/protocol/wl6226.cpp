@@ -171,13 +171,21 @@ void ConnectionTracer::feed(Direction dir, Source src, const uint8_t *data, size
     if (stage_ == Stage::connecting) {
         on_connected(ts_ns, pid, tid);
     }
-    s.feed(data, copied, true_len, ts_ns);
+    // drain() reads what it can right away; only the rest is copied.
+    s.feed_borrowed(data, copied, true_len, ts_ns);
     drain(dir, src, ctx);
+    s.keep_pending();
 }
 
 void ConnectionTracer::drain(Direction dir, Source src, const Ctx &ctx) {
     PacketStream &s = stream(dir, src);
     Packet p;
+    drain_packets(s, p, dir, src, ctx);
+    s.recycle(p);
+}
+
+void ConnectionTracer::drain_packets(PacketStream &s, Packet &p, Direction dir, Source src,
+                                     const Ctx &ctx) {
     while (synced_ && s.next(p)) {
         if (dir == Direction::client_to_server) {
             ++stats_.packets_client;

@@ -160,6 +160,7 @@ class ConnectionTracer {
 
     PacketStream &stream(Direction dir, Source src);
     void drain(Direction dir, Source src, const Ctx &ctx);
+    void drain_packets(PacketStream &s, Packet &p, Direction dir, Source src, const Ctx &ctx);
     void handle_server_packet(Packet &p, const Ctx &ctx);
     void handle_client_packet(Packet &p, const Ctx &ctx);
     void handle_command(Packet &p, const Ctx &ctx);

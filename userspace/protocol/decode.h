@@ -136,6 +136,10 @@ using RowValues = std::vector<std::string>;
 // Text row; with the columns' types known, numbers are shown unquoted.
 std::optional<RowValues> decode_text_row(Bytes payload, size_t max_value,
                                          const std::vector<ColumnType> *types = nullptr);
+// decode_text_row's values joined by ", ", appended to out without a string
+// per value; false (out unchanged) when they do not decode.
+bool append_text_row(std::string &out, Bytes payload, size_t max_value,
+                     const std::vector<ColumnType> *types);
 // Binary (prepared statement) row: 0x00 header, NULL bitmap with a 2-bit
 // offset, then values laid out by column type.
 std::optional<RowValues> decode_binary_row(Bytes payload, const std::vector<ColumnType> &columns,

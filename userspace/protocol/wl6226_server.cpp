@@ -581,10 +581,15 @@ void ConnectionTracer::server_row(Packet &p, ProtocolEvent &ev) {
     const bool replication =
         h != nullptr && (h->code == com::binlog_dump || h->code == com::binlog_dump_gtid ||
                          h->code == com::table_dump);
-    if (rows_in_set_ <= options_.max_rows_shown && !replication && !p.truncated()) {
+    if (rows_in_set_ <= options_.max_rows_shown && !replication && !p.truncated() &&
+        !binary_rows_) {
+        std::string &line = ev.details.emplace_back("Row: ");
+        if (!append_text_row(line, p.payload, options_.max_value_len, &result_types_)) {
+            line = "Received next row";
+        }
+    } else if (rows_in_set_ <= options_.max_rows_shown && !replication && !p.truncated()) {
         std::optional<RowValues> values =
-            binary_rows_ ? decode_binary_row(p.payload, result_types_, options_.max_value_len)
-                         : decode_text_row(p.payload, options_.max_value_len, &result_types_);
+            decode_binary_row(p.payload, result_types_, options_.max_value_len);
         if (values) {
             ev.details.push_back("Row: " + join(*values, ", "));
         } else {

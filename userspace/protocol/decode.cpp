@@ -319,12 +319,12 @@ std::optional<ColumnCount> decode_column_count(Bytes payload) {
 std::optional<ColumnDef> decode_column_def(Bytes payload, bool extended_metadata) {
     ByteReader r(payload);
     ColumnDef c;
-    r.lenenc_str();  // catalog, always "def"
-    c.schema = r.lenenc_str();
-    c.table = r.lenenc_str();
-    c.org_table = r.lenenc_str();
-    c.name = r.lenenc_str();
-    c.org_name = r.lenenc_str();
+    r.lenenc_view();  // catalog, always "def"
+    c.schema = r.lenenc_view();
+    c.table = r.lenenc_view();
+    c.org_table = r.lenenc_view();
+    c.name = r.lenenc_view();
+    c.org_name = r.lenenc_view();
     if (!r.ok()) {
         return std::nullopt;
     }
@@ -332,7 +332,7 @@ std::optional<ColumnDef> decode_column_def(Bytes payload, bool extended_metadata
     // whose length is always 0x0C; use that to notice the extension even when
     // the capability exchange was not seen.
     if (extended_metadata || r.peek() != 0x0C) {
-        r.lenenc_str();
+        r.lenenc_view();
     }
     uint64_t fixed_len = r.lenenc_or_fail();
     if (!r.ok() || fixed_len < 10) {

@@ -102,12 +102,13 @@ struct ColumnCount {
 };
 std::optional<ColumnCount> decode_column_count(Bytes payload);
 
+// The names are views of the payload decoded.
 struct ColumnDef {
-    std::string schema;
-    std::string table;
-    std::string org_table;
-    std::string name;
-    std::string org_name;
+    std::string_view schema;
+    std::string_view table;
+    std::string_view org_table;
+    std::string_view name;
+    std::string_view org_name;
     uint16_t charset = 0;
     uint32_t length = 0;
     uint8_t type = 0;

@@ -476,12 +476,22 @@ void ConnectionTracer::server_field_def(Packet &p, ProtocolEvent &ev) {
         if (room) {
             result_types_.push_back({def->type, (def->flags & kColumnFlagUnsigned) != 0});
         }
-        std::string name = def->table.empty() ? def->name : def->table + "." + def->name;
-        // An expression's column is named by its text: SELECT AES_ENCRYPT(x, 'key').
-        if (!options_.show_secrets) {
-            sql::redact_in_place(&name);
+        std::string &line = ev.details.emplace_back("Field: ");
+        const size_t at = line.size();
+        if (!def->table.empty()) {
+            line += def->table;
+            line += '.';
         }
-        ev.details.push_back("Field: " + name + " " + field_type_name(def->type));
+        line += def->name;
+        // An expression's column is named by its text: SELECT AES_ENCRYPT(x, 'key').
+        if (!options_.show_secrets && sql::may_hold_secret(std::string_view(line).substr(at))) {
+            std::string name = line.substr(at);
+            sql::redact_in_place(&name);
+            line.resize(at);
+            line += name;
+        }
+        line += ' ';
+        line += field_type_name(def->type);
     } else {
         if (room) {
             result_types_.push_back({field_type::string, false});

@@ -160,6 +160,16 @@ SecretArgs secret_function(std::string_view w) {
     return SecretArgs::none;
 }
 
+// Whether s starts with `upper` (ASCII capitals) in any case.
+bool iequals_upper(std::string_view s, std::string_view upper) {
+    for (size_t i = 0; i < upper.size(); i++) {
+        if ((static_cast<unsigned char>(s[i]) & ~0x20u) != static_cast<unsigned char>(upper[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
 // Whether `s` mentions anything that can introduce a secret; a text without
 // any of these is left alone at the cost of this scan.
 bool mentions_secret_keyword(std::string_view s) {
@@ -173,7 +183,7 @@ bool mentions_secret_keyword(std::string_view s) {
             continue;
         }
         for (auto w : words) {
-            if (w[0] == c && i + w.size() <= s.size() && iequals(s.substr(i, w.size()), w)) {
+            if (w[0] == c && i + w.size() <= s.size() && iequals_upper(s.substr(i), w)) {
                 return true;
             }
         }
@@ -296,6 +306,10 @@ void redact_error_message(std::string *message) {
         message->replace(near, std::string::npos, " near ");
         message->append(kRedacted);
     }
+}
+
+bool may_hold_secret(std::string_view sql) {
+    return mentions_secret_keyword(sql);
 }
 
 bool redact_in_place(std::string *sql) {

@@ -508,6 +508,7 @@ ProtocolEvent ConnectionTracer::make_event(TraceEvent event, Stage stage, uint64
     ev.tid = ctx.tid;
     ev.stage = stage;
     ev.event = event;
+    ev.details.swap(spare_details_);
     if (server_conn_id_ != 0) {
         ev.server_connection_id = server_conn_id_;
     }
@@ -554,6 +555,12 @@ void ConnectionTracer::emit(ProtocolEvent &ev) {
     ++stats_.events;
     if (on_event_) {
         on_event_(ev);
+    }
+    // An emitted event's lines are done with: the next event takes the
+    // vector's buffer.
+    if (ev.details.capacity() > spare_details_.capacity()) {
+        ev.details.clear();
+        spare_details_.swap(ev.details);
     }
 }
 

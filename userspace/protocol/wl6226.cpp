@@ -357,7 +357,9 @@ void ConnectionTracer::finish_cut_file(CutUpload &u, uint64_t unframed, bool end
     ProtocolEvent done =
         make_event(TraceEvent::packet_sent, Stage::file_request, u.ts_last_ns, ctx);
     done.command = ev.command;
-    done.command_name = ev.command_name;
+    if (h != nullptr) {
+        done.command_name = h->summary.command_name;
+    }
     done.truncated = true;
     done.details.push_back("data sent: " + std::to_string(sent) + " bytes");
     if (ended) {
@@ -509,6 +511,7 @@ ProtocolEvent ConnectionTracer::make_event(TraceEvent event, Stage stage, uint64
     ev.stage = stage;
     ev.event = event;
     ev.details.swap(spare_details_);
+    ev.command_name.swap(spare_name_);
     if (server_conn_id_ != 0) {
         ev.server_connection_id = server_conn_id_;
     }
@@ -556,11 +559,15 @@ void ConnectionTracer::emit(ProtocolEvent &ev) {
     if (on_event_) {
         on_event_(ev);
     }
-    // An emitted event's lines are done with: the next event takes the
-    // vector's buffer.
+    // An emitted event's lines and command name are done with: the next
+    // event takes their buffers.
     if (ev.details.capacity() > spare_details_.capacity()) {
         ev.details.clear();
         spare_details_.swap(ev.details);
+    }
+    if (ev.command_name.capacity() > spare_name_.capacity()) {
+        ev.command_name.clear();
+        spare_name_.swap(ev.command_name);
     }
 }
 

@@ -229,8 +229,10 @@ class ConnectionTracer {
     bool client_lost_ = false;  // client stream waits for its next command write
     std::optional<CutUpload> cut_upload_;
     std::optional<LostReply> server_lost_;
-    std::string pending_note_;                // prepended to the details of the next event
-    std::vector<std::string> spare_details_;  // empty; a buffer for the next event's lines
+    std::string pending_note_;  // prepended to the details of the next event
+    // Empty; buffers for the next event's lines and command name.
+    std::vector<std::string> spare_details_;
+    std::string spare_name_;
     uint64_t last_ts_ = 0;
 
     PacketStream socket_client_;

@@ -511,7 +511,10 @@ ProtocolEvent ConnectionTracer::make_event(TraceEvent event, Stage stage, uint64
     ev.stage = stage;
     ev.event = event;
     ev.details.swap(spare_details_);
-    ev.command_name.swap(spare_name_);
+    if (spare_name_.capacity() > ev.command_name.capacity()) {
+        ev.command_name = std::move(spare_name_);
+        spare_name_.clear();
+    }
     if (server_conn_id_ != 0) {
         ev.server_connection_id = server_conn_id_;
     }
@@ -566,8 +569,8 @@ void ConnectionTracer::emit(ProtocolEvent &ev) {
         spare_details_.swap(ev.details);
     }
     if (ev.command_name.capacity() > spare_name_.capacity()) {
-        ev.command_name.clear();
-        spare_name_.swap(ev.command_name);
+        spare_name_ = std::move(ev.command_name);
+        spare_name_.clear();
     }
 }
 

@@ -37,9 +37,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace mysqltrace::protocol {
@@ -56,6 +56,35 @@ struct Packet {
     uint64_t wire_bytes = 0;        // headers + payload, before compression
 
     bool truncated() const { return payload.size() < length; }
+};
+
+// A queue that keeps its buffer: a vector read from a head index, emptied
+// (and filled again from its start) once everything in it was read. Unlike a
+// std::deque it allocates nothing until used, and nothing more once warm.
+template <typename T>
+class Fifo {
+  public:
+    bool empty() const { return head_ == items_.size(); }
+    T &front() { return items_[head_]; }
+    void pop_front() {
+        if (++head_ == items_.size()) {
+            clear();
+        }
+    }
+    T &emplace_back() { return items_.emplace_back(); }
+    void push_back(T &&v) { items_.push_back(std::move(v)); }
+    void clear() {
+        items_.clear();
+        head_ = 0;
+    }
+    auto begin() { return items_.begin() + static_cast<ptrdiff_t>(head_); }
+    auto end() { return items_.end(); }
+    auto begin() const { return items_.begin() + static_cast<ptrdiff_t>(head_); }
+    auto end() const { return items_.end(); }
+
+  private:
+    std::vector<T> items_;
+    size_t head_ = 0;
 };
 
 struct PacketStreamStats {
@@ -159,8 +188,8 @@ class PacketStream {
     bool synced_ = true;
     std::optional<uint64_t> lost_at_;
     uint64_t in_offset_ = 0;  // stream offset of the bytes being consumed
-    std::deque<Chunk> pending_;
-    std::deque<Packet> ready_;
+    Fifo<Chunk> pending_;
+    Fifo<Packet> ready_;
     std::vector<uint8_t> spare_;  // a payload buffer for the next packet
     PacketStreamStats stats_;
 

@@ -175,13 +175,20 @@ bool iequals_upper(std::string_view s, std::string_view upper) {
 bool mentions_secret_keyword(std::string_view s) {
     static constexpr std::array<std::string_view, 7> words = {
         "PASSWORD", "IDENTIFIED", "ENCRYPT", "DECRYPT", "ENCODE", "DECODE", "KDF"};
+    // The words' first letters, in either case: one table look-up per byte.
+    static constexpr auto kFirst = [] {
+        std::array<bool, 256> t{};
+        for (unsigned char c : std::string_view("PIEDKpiedk")) {
+            t[c] = true;
+        }
+        return t;
+    }();
     for (size_t i = 0; i < s.size(); i++) {
-        // ASCII upper case by bit (toupper() is a call per byte): only the
-        // letters themselves map to these five.
-        const char c = static_cast<char>(static_cast<unsigned char>(s[i]) & ~0x20u);
-        if (c != 'P' && c != 'I' && c != 'E' && c != 'D' && c != 'K') {
+        if (!kFirst[static_cast<unsigned char>(s[i])]) {
             continue;
         }
+        // ASCII upper case by bit: s[i] is one of the letters above.
+        const char c = static_cast<char>(static_cast<unsigned char>(s[i]) & ~0x20u);
         for (auto w : words) {
             if (w[0] == c && i + w.size() <= s.size() && iequals_upper(s.substr(i), w)) {
                 return true;

@@ -175,16 +175,21 @@ bool iequals_upper(std::string_view s, std::string_view upper) {
 bool mentions_secret_keyword(std::string_view s) {
     static constexpr std::array<std::string_view, 7> words = {
         "PASSWORD", "IDENTIFIED", "ENCRYPT", "DECRYPT", "ENCODE", "DECODE", "KDF"};
-    // The words' first letters, in either case: one table look-up per byte.
-    static constexpr auto kFirst = [] {
-        std::array<bool, 256> t{};
-        for (unsigned char c : std::string_view("PIEDKpiedk")) {
-            t[c] = true;
+    // By the words' first letter, in either case, their common second letter
+    // (in capitals): one table look-up per byte, a second one per letter
+    // that starts a word.
+    static constexpr auto kSecond = [] {
+        std::array<char, 256> t{};
+        for (auto w : words) {
+            t[static_cast<unsigned char>(w[0])] = w[1];
+            t[static_cast<unsigned char>(w[0]) | 0x20u] = w[1];
         }
         return t;
     }();
-    for (size_t i = 0; i < s.size(); i++) {
-        if (!kFirst[static_cast<unsigned char>(s[i])]) {
+    for (size_t i = 0; i + 1 < s.size(); i++) {
+        const char second = kSecond[static_cast<unsigned char>(s[i])];
+        if (second == 0 ||
+            (static_cast<unsigned char>(s[i + 1]) & ~0x20u) != static_cast<unsigned char>(second)) {
             continue;
         }
         // ASCII upper case by bit: s[i] is one of the letters above.

@@ -233,6 +233,7 @@ class ConnectionTracer {
     // Empty; buffers for the next event's lines and command name.
     std::vector<std::string> spare_details_;
     std::string spare_name_;
+    ProtocolEvent read_event_;  // every READ_PACKET event (handle_server_packet)
     uint64_t last_ts_ = 0;
 
     PacketStream socket_client_;

@@ -94,7 +94,22 @@ void ConnectionTracer::handle_server_packet(Packet &p, const Ctx &ctx) {
         h = head();
     }
     const Stage st = stage_;
-    ProtocolEvent rp = make_event(TraceEvent::read_packet, st, last_ts_, ctx);
+    // READ_PACKET carries no more than its command: one event object of the
+    // tracer's serves them all, without building and freeing one per packet.
+    ProtocolEvent &rp = read_event_;
+    rp.conn = conn_;
+    rp.ts_ns = last_ts_;
+    rp.pid = ctx.pid;
+    rp.tid = ctx.tid;
+    rp.stage = st;
+    rp.event = TraceEvent::read_packet;
+    rp.server_connection_id.reset();
+    if (server_conn_id_ != 0) {
+        rp.server_connection_id = server_conn_id_;
+    }
+    rp.command.reset();
+    rp.command_name.clear();
+    rp.details.clear();
     if (h != nullptr) {
         rp.command = h->code;
         rp.command_name = h->summary.command_name;

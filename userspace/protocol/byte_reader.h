@@ -90,6 +90,11 @@ class ByteReader {
     std::string str(uint64_t n) { return to_string(bytes(n)); }
     // Length-encoded string; a NULL marker yields an empty string.
     std::string lenenc_str() { return str(lenenc_or_fail()); }
+    // A length-encoded string as a view of the payload (empty on failure).
+    std::string_view lenenc_view() {
+        std::span<const uint8_t> b = bytes(lenenc_or_fail());
+        return {reinterpret_cast<const char *>(b.data()), b.size()};
+    }
     std::optional<std::string> lenenc_str_or_null() {
         if (ok_ && pos_ < data_.size() && data_[pos_] == 0xFB) {
             ++pos_;

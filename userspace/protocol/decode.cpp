@@ -117,19 +117,37 @@ std::string field_type_name(uint8_t type) {
     }
 }
 
-std::string quote_value(std::string_view s, size_t max_len) {
-    std::string out = "'";
-    size_t n = std::min(s.size(), max_len);
-    for (size_t i = 0; i < n; ++i) {
-        if (s[i] == '\'' || s[i] == '\\') {
-            out += '\\';
+namespace {
+
+void append_quoted(std::string &out, std::string_view s, size_t max_len) {
+    out += '\'';
+    const size_t n = std::min(s.size(), max_len);
+    size_t i = 0;
+    while (i < n) {
+        // Runs without a quote or backslash go in whole.
+        size_t j = i;
+        while (j < n && s[j] != '\'' && s[j] != '\\') {
+            ++j;
         }
-        out += s[i];
+        out.append(s.data() + i, j - i);
+        if (j == n) {
+            break;
+        }
+        out += '\\';
+        out += s[j];
+        i = j + 1;
     }
     out += '\'';
     if (s.size() > max_len) {
         out += "...";
     }
+}
+
+}  // namespace
+
+std::string quote_value(std::string_view s, size_t max_len) {
+    std::string out;
+    append_quoted(out, s, max_len);
     return out;
 }
 
@@ -301,12 +319,12 @@ std::optional<ColumnCount> decode_column_count(Bytes payload) {
 std::optional<ColumnDef> decode_column_def(Bytes payload, bool extended_metadata) {
     ByteReader r(payload);
     ColumnDef c;
-    r.lenenc_str();  // catalog, always "def"
-    c.schema = r.lenenc_str();
-    c.table = r.lenenc_str();
-    c.org_table = r.lenenc_str();
-    c.name = r.lenenc_str();
-    c.org_name = r.lenenc_str();
+    r.lenenc_view();  // catalog, always "def"
+    c.schema = r.lenenc_view();
+    c.table = r.lenenc_view();
+    c.org_table = r.lenenc_view();
+    c.name = r.lenenc_view();
+    c.org_name = r.lenenc_view();
     if (!r.ok()) {
         return std::nullopt;
     }
@@ -314,7 +332,7 @@ std::optional<ColumnDef> decode_column_def(Bytes payload, bool extended_metadata
     // whose length is always 0x0C; use that to notice the extension even when
     // the capability exchange was not seen.
     if (extended_metadata || r.peek() != 0x0C) {
-        r.lenenc_str();
+        r.lenenc_view();
     }
     uint64_t fixed_len = r.lenenc_or_fail();
     if (!r.ok() || fixed_len < 10) {
@@ -366,6 +384,35 @@ std::optional<RowValues> decode_text_row(Bytes payload, size_t max_value,
         }
     }
     return values;
+}
+
+bool append_text_row(std::string &out, Bytes payload, size_t max_value,
+                     const std::vector<ColumnType> *types) {
+    const size_t start = out.size();
+    ByteReader r(payload);
+    size_t i = 0;
+    while (!r.at_end()) {
+        if (i > 0) {
+            out += ", ";
+        }
+        if (r.peek() == 0xFB) {
+            r.u8();
+            out += "NULL";
+        } else {
+            const std::string_view v = r.lenenc_view();
+            if (!r.ok()) {
+                out.resize(start);
+                return false;
+            }
+            if (types != nullptr && i < types->size() && is_numeric_type((*types)[i].type)) {
+                out.append(v.substr(0, max_value));
+            } else {
+                append_quoted(out, v, max_value);
+            }
+        }
+        ++i;
+    }
+    return true;
 }
 
 std::optional<std::string> decode_binary_value(ByteReader &r, ColumnType t, size_t max_value) {

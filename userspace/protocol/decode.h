@@ -102,12 +102,13 @@ struct ColumnCount {
 };
 std::optional<ColumnCount> decode_column_count(Bytes payload);
 
+// The names are views of the payload decoded.
 struct ColumnDef {
-    std::string schema;
-    std::string table;
-    std::string org_table;
-    std::string name;
-    std::string org_name;
+    std::string_view schema;
+    std::string_view table;
+    std::string_view org_table;
+    std::string_view name;
+    std::string_view org_name;
     uint16_t charset = 0;
     uint32_t length = 0;
     uint8_t type = 0;
@@ -136,6 +137,10 @@ using RowValues = std::vector<std::string>;
 // Text row; with the columns' types known, numbers are shown unquoted.
 std::optional<RowValues> decode_text_row(Bytes payload, size_t max_value,
                                          const std::vector<ColumnType> *types = nullptr);
+// decode_text_row's values joined by ", ", appended to out without a string
+// per value; false (out unchanged) when they do not decode.
+bool append_text_row(std::string &out, Bytes payload, size_t max_value,
+                     const std::vector<ColumnType> *types);
 // Binary (prepared statement) row: 0x00 header, NULL bitmap with a 2-bit
 // offset, then values laid out by column type.
 std::optional<RowValues> decode_binary_row(Bytes payload, const std::vector<ColumnType> &columns,

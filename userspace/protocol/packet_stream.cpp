@@ -48,7 +48,49 @@ struct PacketStream::Inflater {
 namespace {
 // First byte of a zstd frame's magic number (0xFD2FB528, little-endian).
 constexpr uint8_t kZstdMagic0 = 0x28;
+
+// Decompressors of closed streams, kept for the next compressed connection
+// the thread decodes: setting up a zlib and a zstd context (tens of KiB each)
+// costs more than decoding a short session. Every frame resets them.
+struct InflaterPool {
+    static constexpr size_t kKeep = 8;
+    PacketStream::Inflater *kept[kKeep] = {};
+    size_t n = 0;
+    ~InflaterPool();
+};
+// Cleared when the thread's pool is gone: streams destroyed later (static
+// ones) free their decompressor instead.
+thread_local bool pool_alive = false;
+thread_local InflaterPool pool;
+
 }  // namespace
+
+namespace {
+
+InflaterPool::~InflaterPool() {
+    pool_alive = false;
+    for (size_t i = 0; i < n; ++i) {
+        delete kept[i];
+    }
+}
+
+PacketStream::Inflater *take_inflater() {
+    pool_alive = true;
+    if (pool.n > 0) {
+        return pool.kept[--pool.n];
+    }
+    return new PacketStream::Inflater();
+}
+
+}  // namespace
+
+void PacketStream::InflaterDone::operator()(Inflater *inf) const noexcept {
+    if (pool_alive && pool.n < InflaterPool::kKeep) {
+        pool.kept[pool.n++] = inf;
+        return;
+    }
+    delete inf;
+}
 
 PacketStream::PacketStream(size_t max_keep) : max_keep_(max_keep) {}
 PacketStream::~PacketStream() = default;
@@ -56,6 +98,12 @@ PacketStream::PacketStream(PacketStream &&) noexcept = default;
 PacketStream &PacketStream::operator=(PacketStream &&) noexcept = default;
 
 void PacketStream::feed(const uint8_t *data, size_t copied, size_t true_len, uint64_t ts_ns) {
+    feed_borrowed(data, copied, true_len, ts_ns);
+    keep_pending();
+}
+
+void PacketStream::feed_borrowed(const uint8_t *data, size_t copied, size_t true_len,
+                                 uint64_t ts_ns) {
     if (copied > true_len) {
         true_len = copied;
     }
@@ -66,25 +114,43 @@ void PacketStream::feed(const uint8_t *data, size_t copied, size_t true_len, uin
         stats_.skipped_bytes += true_len;
         return;
     }
-    Chunk c;
-    c.data.assign(data, data + copied);
+    Chunk &c = pending_.emplace_back();
+    c.data = data;
+    c.size = copied;
     c.gap = true_len - copied;
     c.start = start;
     c.ts_ns = ts_ns;
-    pending_.push_back(std::move(c));
+}
+
+void PacketStream::keep_pending() {
+    for (auto &c : pending_) {
+        if (c.data != c.owned.data()) {
+            c.owned.assign(c.data, c.data + c.size);
+            c.data = c.owned.data();
+        }
+    }
 }
 
 size_t PacketStream::pending_bytes() const {
     size_t n = 0;
     for (const auto &c : pending_) {
-        n += c.data.size() - c.pos;
+        n += c.size - c.pos;
     }
     return n;
+}
+
+void PacketStream::recycle(Packet &p) {
+    // Big buffers are not kept: a stream holds at most a few KiB spare.
+    constexpr size_t kSpareMax = 16384;
+    if (p.payload.capacity() > spare_.capacity() && p.payload.capacity() <= kSpareMax) {
+        spare_.swap(p.payload);
+    }
 }
 
 bool PacketStream::next(Packet &out) {
     while (true) {
         if (!ready_.empty()) {
+            recycle(out);
             out = std::move(ready_.front());
             ready_.pop_front();
             ++stats_.packets;
@@ -95,13 +161,13 @@ bool PacketStream::next(Packet &out) {
         }
         Chunk &c = pending_.front();
         if (!synced_) {
-            stats_.skipped_bytes += (c.data.size() - c.pos) + c.gap;
+            stats_.skipped_bytes += (c.size - c.pos) + c.gap;
             pending_.pop_front();
             continue;
         }
-        if (c.pos < c.data.size()) {
-            const uint8_t *p = c.data.data() + c.pos;
-            size_t n = c.data.size() - c.pos;
+        if (c.pos < c.size) {
+            const uint8_t *p = c.data + c.pos;
+            size_t n = c.size - c.pos;
             in_offset_ = c.start + c.pos;
             if (compressed_) {
                 consume_frames(p, n, c.ts_ns);
@@ -114,7 +180,7 @@ bool PacketStream::next(Packet &out) {
         if (c.gap > 0) {
             uint64_t g = c.gap;
             c.gap = 0;
-            uint64_t at = c.start + c.data.size();
+            uint64_t at = c.start + c.size;
             if (compressed_) {
                 frames_gap(g, c.ts_ns, at);
             } else {
@@ -134,7 +200,7 @@ void PacketStream::set_compressed(bool on) {
     in_frame_ = false;
     fhdr_have_ = 0;
     if (on && !inflater_) {
-        inflater_ = std::make_unique<Inflater>();
+        inflater_.reset(take_inflater());
     }
 }
 
@@ -156,7 +222,7 @@ void PacketStream::reset_state() {
 
 void PacketStream::desync() {
     for (const auto &c : pending_) {
-        stats_.skipped_bytes += (c.data.size() - c.pos) + c.gap;
+        stats_.skipped_bytes += (c.size - c.pos) + c.gap;
     }
     pending_.clear();
     ready_.clear();
@@ -167,7 +233,7 @@ void PacketStream::desync() {
 
 void PacketStream::resync() {
     for (const auto &c : pending_) {
-        stats_.skipped_bytes += (c.data.size() - c.pos) + c.gap;
+        stats_.skipped_bytes += (c.size - c.pos) + c.gap;
     }
     pending_.clear();
     ready_.clear();
@@ -212,6 +278,8 @@ size_t PacketStream::consume(const uint8_t *p, size_t n, uint64_t ts_ns) {
             uint32_t len = hdr_[0] | (hdr_[1] << 8) | (hdr_[2] << 16);
             if (!building_) {
                 cur_ = Packet{};
+                cur_.payload.swap(spare_);
+                cur_.payload.clear();
                 cur_.seq = hdr_[3];
                 cur_.ts_first_ns = hdr_ts_ns_;
                 building_ = true;

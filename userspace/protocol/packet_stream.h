@@ -37,9 +37,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace mysqltrace::protocol {
@@ -56,6 +56,35 @@ struct Packet {
     uint64_t wire_bytes = 0;        // headers + payload, before compression
 
     bool truncated() const { return payload.size() < length; }
+};
+
+// A queue that keeps its buffer: a vector read from a head index, emptied
+// (and filled again from its start) once everything in it was read. Unlike a
+// std::deque it allocates nothing until used, and nothing more once warm.
+template <typename T>
+class Fifo {
+  public:
+    bool empty() const { return head_ == items_.size(); }
+    T &front() { return items_[head_]; }
+    void pop_front() {
+        if (++head_ == items_.size()) {
+            clear();
+        }
+    }
+    T &emplace_back() { return items_.emplace_back(); }
+    void push_back(T &&v) { items_.push_back(std::move(v)); }
+    void clear() {
+        items_.clear();
+        head_ = 0;
+    }
+    auto begin() { return items_.begin() + static_cast<ptrdiff_t>(head_); }
+    auto end() { return items_.end(); }
+    auto begin() const { return items_.begin() + static_cast<ptrdiff_t>(head_); }
+    auto end() const { return items_.end(); }
+
+  private:
+    std::vector<T> items_;
+    size_t head_ = 0;
 };
 
 struct PacketStreamStats {
@@ -82,9 +111,17 @@ class PacketStream {
     // data[0..copied) were captured; true_len - copied more bytes followed
     // on the wire but were not copied.
     void feed(const uint8_t *data, size_t copied, size_t true_len, uint64_t ts_ns);
+    // The same without copying: data must stay valid until keep_pending(),
+    // which copies what next() has not consumed yet. For a caller that reads
+    // the packets right after feeding them, as the stage machine does.
+    void feed_borrowed(const uint8_t *data, size_t copied, size_t true_len, uint64_t ts_ns);
+    void keep_pending();
 
     // Parses just enough pending input to return the next complete packet.
+    // out's payload buffer is kept for a later packet.
     bool next(Packet &out);
+    // Takes a packet's payload buffer for a later packet.
+    void recycle(Packet &p);
 
     // Takes effect at the first byte not yet returned by next().
     void set_compressed(bool on);
@@ -110,15 +147,23 @@ class PacketStream {
 
     const PacketStreamStats &stats() const { return stats_; }
 
+    // A zlib and zstd decompressor (packet_stream.cpp). Closed streams give
+    // theirs back to a pool of the thread's for the next one.
+    struct Inflater;
+    struct InflaterDone {
+        void operator()(Inflater *inf) const noexcept;
+    };
+
   private:
     struct Chunk {
-        std::vector<uint8_t> data;
+        const uint8_t *data = nullptr;  // owned's, or the caller's (feed_borrowed)
+        size_t size = 0;
+        std::vector<uint8_t> owned;
         size_t pos = 0;
         uint64_t gap = 0;    // missing bytes after data
         uint64_t start = 0;  // stream offset of data[0]
         uint64_t ts_ns = 0;
     };
-    struct Inflater;
 
     // Packet layer. consume() stops after completing one packet so the
     // caller can look at it before the next byte is interpreted.
@@ -143,8 +188,9 @@ class PacketStream {
     bool synced_ = true;
     std::optional<uint64_t> lost_at_;
     uint64_t in_offset_ = 0;  // stream offset of the bytes being consumed
-    std::deque<Chunk> pending_;
-    std::deque<Packet> ready_;
+    Fifo<Chunk> pending_;
+    Fifo<Packet> ready_;
+    std::vector<uint8_t> spare_;  // a payload buffer for the next packet
     PacketStreamStats stats_;
 
     // Packet layer state.
@@ -170,7 +216,7 @@ class PacketStream {
     bool frame_broken_ = false;
     bool frame_started_ = false;  // the body's first byte (which codec) was seen
     bool frame_zstd_ = false;
-    std::unique_ptr<Inflater> inflater_;
+    std::unique_ptr<Inflater, InflaterDone> inflater_;
 };
 
 }  // namespace mysqltrace::protocol

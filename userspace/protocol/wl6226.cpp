@@ -171,13 +171,21 @@ void ConnectionTracer::feed(Direction dir, Source src, const uint8_t *data, size
     if (stage_ == Stage::connecting) {
         on_connected(ts_ns, pid, tid);
     }
-    s.feed(data, copied, true_len, ts_ns);
+    // drain() reads what it can right away; only the rest is copied.
+    s.feed_borrowed(data, copied, true_len, ts_ns);
     drain(dir, src, ctx);
+    s.keep_pending();
 }
 
 void ConnectionTracer::drain(Direction dir, Source src, const Ctx &ctx) {
     PacketStream &s = stream(dir, src);
     Packet p;
+    drain_packets(s, p, dir, src, ctx);
+    s.recycle(p);
+}
+
+void ConnectionTracer::drain_packets(PacketStream &s, Packet &p, Direction dir, Source src,
+                                     const Ctx &ctx) {
     while (synced_ && s.next(p)) {
         if (dir == Direction::client_to_server) {
             ++stats_.packets_client;
@@ -349,7 +357,9 @@ void ConnectionTracer::finish_cut_file(CutUpload &u, uint64_t unframed, bool end
     ProtocolEvent done =
         make_event(TraceEvent::packet_sent, Stage::file_request, u.ts_last_ns, ctx);
     done.command = ev.command;
-    done.command_name = ev.command_name;
+    if (h != nullptr) {
+        done.command_name = h->summary.command_name;
+    }
     done.truncated = true;
     done.details.push_back("data sent: " + std::to_string(sent) + " bytes");
     if (ended) {
@@ -500,6 +510,11 @@ ProtocolEvent ConnectionTracer::make_event(TraceEvent event, Stage stage, uint64
     ev.tid = ctx.tid;
     ev.stage = stage;
     ev.event = event;
+    ev.details.swap(spare_details_);
+    if (spare_name_.capacity() > ev.command_name.capacity()) {
+        ev.command_name = std::move(spare_name_);
+        spare_name_.clear();
+    }
     if (server_conn_id_ != 0) {
         ev.server_connection_id = server_conn_id_;
     }
@@ -546,6 +561,16 @@ void ConnectionTracer::emit(ProtocolEvent &ev) {
     ++stats_.events;
     if (on_event_) {
         on_event_(ev);
+    }
+    // An emitted event's lines and command name are done with: the next
+    // event takes their buffers.
+    if (ev.details.capacity() > spare_details_.capacity()) {
+        ev.details.clear();
+        spare_details_.swap(ev.details);
+    }
+    if (ev.command_name.capacity() > spare_name_.capacity()) {
+        spare_name_ = std::move(ev.command_name);
+        spare_name_.clear();
     }
 }
 

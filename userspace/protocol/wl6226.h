@@ -160,6 +160,7 @@ class ConnectionTracer {
 
     PacketStream &stream(Direction dir, Source src);
     void drain(Direction dir, Source src, const Ctx &ctx);
+    void drain_packets(PacketStream &s, Packet &p, Direction dir, Source src, const Ctx &ctx);
     void handle_server_packet(Packet &p, const Ctx &ctx);
     void handle_client_packet(Packet &p, const Ctx &ctx);
     void handle_command(Packet &p, const Ctx &ctx);
@@ -229,6 +230,10 @@ class ConnectionTracer {
     std::optional<CutUpload> cut_upload_;
     std::optional<LostReply> server_lost_;
     std::string pending_note_;  // prepended to the details of the next event
+    // Empty; buffers for the next event's lines and command name.
+    std::vector<std::string> spare_details_;
+    std::string spare_name_;
+    ProtocolEvent read_event_;  // every READ_PACKET event (handle_server_packet)
     uint64_t last_ts_ = 0;
 
     PacketStream socket_client_;

@@ -308,12 +308,12 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
 
     bool secret = cmd->code == com::change_user;
     std::optional<std::string> sql;
+    size_t sql_captured = 0;  // bytes of the statement in the payload
     if (cmd->sql) {
-        if (options_.show_secrets) {
-            sql = *cmd->sql;
-        } else {
-            bool changed = false;
-            sql = mysqltrace::sql::redact_sql(*cmd->sql, &changed);
+        sql_captured = cmd->sql->size();
+        sql = std::move(cmd->sql);
+        if (!options_.show_secrets) {
+            const bool changed = mysqltrace::sql::redact_in_place(&*sql);
             secret = secret || changed;
             pc.sql_redacted = changed;
         }
@@ -322,7 +322,7 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
     std::optional<uint64_t> sql_bytes;
     if (sql && p.truncated() && p.length_known && p.length > 0) {
         // Everything after the command byte and any attribute block.
-        sql_bytes = p.length - (p.payload.size() - cmd->sql->size());
+        sql_bytes = p.length - (p.payload.size() - sql_captured);
     }
     sum.sql = sql;
     sum.sql_bytes = sql_bytes;
@@ -346,7 +346,7 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
         packet_event(TraceEvent::send_command, Stage::ready_for_command, p, ctx, p.ts_first_ns);
     ev.command = cmd->code;
     ev.command_name = cmd->name;
-    ev.sql = sql;
+    ev.sql = std::move(sql);
     ev.sql_bytes = sql_bytes;
     ev.statement_id = cmd->statement_id;
     ev.query_attributes = cmd->attributes;
@@ -364,7 +364,13 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
                                      "did not decode, so where its text starts is unknown)");
                 break;
             }
-            ev.details.push_back(label + ": " + sql.value_or(""));
+            {
+                std::string &line = ev.details.emplace_back(label);
+                line += ": ";
+                if (ev.sql) {
+                    line += *ev.sql;
+                }
+            }
             // How much the capture kept depends on how the kernel split the
             // client's writes; the statement's length does not, so only the
             // latter is said (the keep limit, a setting, is predictable).

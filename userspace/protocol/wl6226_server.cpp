@@ -94,7 +94,22 @@ void ConnectionTracer::handle_server_packet(Packet &p, const Ctx &ctx) {
         h = head();
     }
     const Stage st = stage_;
-    ProtocolEvent rp = make_event(TraceEvent::read_packet, st, last_ts_, ctx);
+    // READ_PACKET carries no more than its command: one event object of the
+    // tracer's serves them all, without building and freeing one per packet.
+    ProtocolEvent &rp = read_event_;
+    rp.conn = conn_;
+    rp.ts_ns = last_ts_;
+    rp.pid = ctx.pid;
+    rp.tid = ctx.tid;
+    rp.stage = st;
+    rp.event = TraceEvent::read_packet;
+    rp.server_connection_id.reset();
+    if (server_conn_id_ != 0) {
+        rp.server_connection_id = server_conn_id_;
+    }
+    rp.command.reset();
+    rp.command_name.clear();
+    rp.details.clear();
     if (h != nullptr) {
         rp.command = h->code;
         rp.command_name = h->summary.command_name;
@@ -476,12 +491,22 @@ void ConnectionTracer::server_field_def(Packet &p, ProtocolEvent &ev) {
         if (room) {
             result_types_.push_back({def->type, (def->flags & kColumnFlagUnsigned) != 0});
         }
-        std::string name = def->table.empty() ? def->name : def->table + "." + def->name;
-        // An expression's column is named by its text: SELECT AES_ENCRYPT(x, 'key').
-        if (!options_.show_secrets) {
-            sql::redact_in_place(&name);
+        std::string &line = ev.details.emplace_back("Field: ");
+        const size_t at = line.size();
+        if (!def->table.empty()) {
+            line += def->table;
+            line += '.';
         }
-        ev.details.push_back("Field: " + name + " " + field_type_name(def->type));
+        line += def->name;
+        // An expression's column is named by its text: SELECT AES_ENCRYPT(x, 'key').
+        if (!options_.show_secrets && sql::may_hold_secret(std::string_view(line).substr(at))) {
+            std::string name = line.substr(at);
+            sql::redact_in_place(&name);
+            line.resize(at);
+            line += name;
+        }
+        line += ' ';
+        line += field_type_name(def->type);
     } else {
         if (room) {
             result_types_.push_back({field_type::string, false});
@@ -581,10 +606,15 @@ void ConnectionTracer::server_row(Packet &p, ProtocolEvent &ev) {
     const bool replication =
         h != nullptr && (h->code == com::binlog_dump || h->code == com::binlog_dump_gtid ||
                          h->code == com::table_dump);
-    if (rows_in_set_ <= options_.max_rows_shown && !replication && !p.truncated()) {
+    if (rows_in_set_ <= options_.max_rows_shown && !replication && !p.truncated() &&
+        !binary_rows_) {
+        std::string &line = ev.details.emplace_back("Row: ");
+        if (!append_text_row(line, p.payload, options_.max_value_len, &result_types_)) {
+            line = "Received next row";
+        }
+    } else if (rows_in_set_ <= options_.max_rows_shown && !replication && !p.truncated()) {
         std::optional<RowValues> values =
-            binary_rows_ ? decode_binary_row(p.payload, result_types_, options_.max_value_len)
-                         : decode_text_row(p.payload, options_.max_value_len, &result_types_);
+            decode_binary_row(p.payload, result_types_, options_.max_value_len);
         if (values) {
             ev.details.push_back("Row: " + join(*values, ", "));
         } else {

@@ -14,10 +14,18 @@
 
 namespace mysqltrace::protocol::detail {
 
+// What printf's "0x%llx" writes, without printf.
 inline std::string hex64(uint64_t v) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
+    static constexpr char kHex[] = "0123456789abcdef";
+    char buf[18];
+    char *p = buf + sizeof(buf);
+    do {
+        *--p = kHex[v & 15];
+        v >>= 4;
+    } while (v != 0);
+    *--p = 'x';
+    *--p = '0';
+    return std::string(p, static_cast<size_t>(buf + sizeof(buf) - p));
 }
 
 inline std::string join(const std::vector<std::string> &v, const char *sep) {

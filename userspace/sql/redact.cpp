@@ -160,24 +160,42 @@ SecretArgs secret_function(std::string_view w) {
     return SecretArgs::none;
 }
 
+// Whether s starts with `upper` (ASCII capitals) in any case.
+bool iequals_upper(std::string_view s, std::string_view upper) {
+    for (size_t i = 0; i < upper.size(); i++) {
+        if ((static_cast<unsigned char>(s[i]) & ~0x20u) != static_cast<unsigned char>(upper[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
 // Whether `s` mentions anything that can introduce a secret; a text without
 // any of these is left alone at the cost of this scan.
 bool mentions_secret_keyword(std::string_view s) {
-    // Runs on every statement's text: a letter's upper case is its byte
-    // with 0x20 cleared (no other byte maps to a letter that way), and two
-    // letters settle most candidates before any word is compared whole.
     static constexpr std::array<std::string_view, 7> words = {
         "PASSWORD", "IDENTIFIED", "ENCRYPT", "DECRYPT", "ENCODE", "DECODE", "KDF"};
-    constexpr size_t shortest = 3;
-    for (size_t i = 0; i + shortest <= s.size(); i++) {
-        const char c = static_cast<char>(s[i] & ~0x20);
-        if (c != 'P' && c != 'I' && c != 'E' && c != 'D' && c != 'K') {
+    // By the words' first letter, in either case, their common second letter
+    // (in capitals): one table look-up per byte, a second one per letter
+    // that starts a word.
+    static constexpr auto kSecond = [] {
+        std::array<char, 256> t{};
+        for (auto w : words) {
+            t[static_cast<unsigned char>(w[0])] = w[1];
+            t[static_cast<unsigned char>(w[0]) | 0x20u] = w[1];
+        }
+        return t;
+    }();
+    for (size_t i = 0; i + 1 < s.size(); i++) {
+        const char second = kSecond[static_cast<unsigned char>(s[i])];
+        if (second == 0 ||
+            (static_cast<unsigned char>(s[i + 1]) & ~0x20u) != static_cast<unsigned char>(second)) {
             continue;
         }
-        const char c2 = static_cast<char>(s[i + 1] & ~0x20);
+        // ASCII upper case by bit: s[i] is one of the letters above.
+        const char c = static_cast<char>(static_cast<unsigned char>(s[i]) & ~0x20u);
         for (auto w : words) {
-            if (w[0] == c && w[1] == c2 && i + w.size() <= s.size() &&
-                iequals(s.substr(i, w.size()), w)) {
+            if (w[0] == c && i + w.size() <= s.size() && iequals_upper(s.substr(i), w)) {
                 return true;
             }
         }
@@ -300,6 +318,10 @@ void redact_error_message(std::string *message) {
         message->replace(near, std::string::npos, " near ");
         message->append(kRedacted);
     }
+}
+
+bool may_hold_secret(std::string_view sql) {
+    return mentions_secret_keyword(sql);
 }
 
 bool redact_in_place(std::string *sql) {

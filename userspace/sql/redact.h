@@ -37,6 +37,9 @@ std::string redact_sql(std::string_view sql, bool *changed = nullptr);
 // without any secret-bearing keyword are left untouched at the cost of one
 // scan (the server calls this for every statement).
 bool redact_in_place(std::string *sql);
+// False when redact_in_place() would leave `sql` alone for certain (it
+// mentions no keyword that can introduce a secret).
+bool may_hold_secret(std::string_view sql);
 
 // A parse error quotes the statement from where parsing failed (MySQL's and
 // MariaDB's ER_PARSE_ERROR: "... near '<text>' at line N"). Called for the

@@ -187,7 +187,7 @@ TEST(LockLayoutMariadb, OffsetsOwnerBaseAndInnodbWait) {
     EXPECT_FALSE(l.row_rpl_edges);
     EXPECT_EQ(l.trx_thd, 0x8d0);
     EXPECT_EQ(l.trx_wait_trx, 0x88);
-    EXPECT_TRUE(l.row_wakers);
+    EXPECT_FALSE(l.row_wakers);  // no sched_waking program: the blocker is read
     EXPECT_EQ(l.row_waited_unit_ns, 1'000'000u);
     auto site = [&](LockRole role) {
         auto it = std::find_if(l.sites.begin(), l.sites.end(),

@@ -497,7 +497,10 @@ LockLayout learn_lock_layout(const elf::ElfFile &file) {
                 // The transaction waited for, when the code shows where.
                 const WaitTrx w = wait_trx_layout(file, callers.begin_vaddr);
                 l.sites.push_back({*off, LockRole::row_wait_begin, false, kWaitBegin, w.reg});
-                l.row_wakers = true;
+                // Who woke the waiter is asked (sched_waking, a program run
+                // for every wakeup on the machine) only when the
+                // transaction waited for cannot be read.
+                l.row_wakers = w.reg < 0;
                 l.trx_thd = w.thd;
                 l.trx_wait_trx = w.wait_trx;
                 l.row_wait_trx = w.reg >= 0;

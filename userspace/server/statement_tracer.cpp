@@ -328,7 +328,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
                  std::pair{p.server_txn_rollback, txns},
                  std::pair{p.server_txn_end_commit, txns},
                  std::pair{p.server_txn_end_rollback, txns},
-                 std::pair{p.server_lock_waking, opts.locks},
+                 std::pair{p.server_lock_waking, opts.locks && t->lock_layout_.row_wakers},
                  std::pair{p.server_lock, opts.locks},
              }) {
             bpf_program__set_autoload(prog, used);

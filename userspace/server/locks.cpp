@@ -48,15 +48,22 @@ std::string pick(const std::array<const char *, N> &names, int i) {
     return i >= 0 && static_cast<size_t>(i) < N ? names[static_cast<size_t>(i)] : "";
 }
 
-std::string upper_start(std::string_view sql, size_t n) {
+// Into `s` (its buffer reused: this runs for every statement).
+void upper_start_into(std::string &s, std::string_view sql, size_t n) {
     size_t i = 0;
     while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) {
         i++;
     }
-    std::string s;
+    s.clear();
     for (; i < sql.size() && s.size() < n; i++) {
-        s += static_cast<char>(std::toupper(static_cast<unsigned char>(sql[i])));
+        const char c = sql[i];
+        s += c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;  // ASCII: keywords
     }
+}
+
+std::string upper_start(std::string_view sql, size_t n) {
+    std::string s;
+    upper_start_into(s, sql, n);
     return s;
 }
 
@@ -97,6 +104,20 @@ bool takes_row_locks(const std::string &sql) {
 // management, table maintenance, LOCK/UNLOCK TABLES), from the first 17
 // bytes upper-cased; a temporary table's CREATE or DROP does not.
 bool commits_implicitly(const std::string &head) {
+    switch (head.empty() ? '\0' : head[0]) {
+        case 'A':
+        case 'C':
+        case 'D':
+        case 'G':
+        case 'L':
+        case 'O':
+        case 'R':
+        case 'T':
+        case 'U':
+            break;
+        default:
+            return false;  // SELECT, INSERT, ...: at once, as most statements are
+    }
     if (head.starts_with("CREATE TEMPORARY") || head.starts_with("DROP TEMPORARY")) {
         return false;
     }
@@ -429,19 +450,31 @@ void LockTracker::on_statement(const Statement &st) {
     conn_of_tid_[st.tid] = st.thread_id;
     auto &h = conns_[st.thread_id];
     uint64_t trx = h.empty() ? 0 : h.back().trx_start_ns;
-    const std::string head = upper_start(st.text, 17);
-    if (head.starts_with("BEGIN") || head.starts_with("START TRANSACTION")) {
+    std::string &head = head_;
+    upper_start_into(head, st.text, 17);
+    const char first = head.empty() ? '\0' : head[0];
+    if ((first == 'B' && head.starts_with("BEGIN")) ||
+        (first == 'S' && head.starts_with("START TRANSACTION"))) {
         trx = st.start_ns;
-    } else if ((head.starts_with("COMMIT") || head.starts_with("ROLLBACK")) &&
+    } else if ((first == 'C' || first == 'R') &&
+               (head.starts_with("COMMIT") || head.starts_with("ROLLBACK")) &&
                upper_start(st.text, 64).find(" TO ") == std::string::npos) {
         trx = 0;
     } else if (st.error == kLockDeadlock || commits_implicitly(head)) {
         trx = 0;  // the victim's transaction is rolled back; DDL commits
     }
+    // The oldest one's strings take the new one's (their buffers reused).
+    Seen seen;
     if (h.size() == kHistory) {
-        h.erase(h.begin());
+        seen = std::move(h.front());
+        h.pop_front();
     }
-    h.push_back({st.start_ns, st.text, trx, st.db, st.error});
+    seen.start_ns = st.start_ns;
+    seen.sql.assign(st.text);
+    seen.trx_start_ns = trx;
+    seen.db.assign(st.db);
+    seen.error = st.error;
+    h.push_back(std::move(seen));
 }
 
 std::vector<LockWaitReport> LockTracker::take_waits(bool all) {

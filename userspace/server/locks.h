@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <span>
@@ -195,7 +196,8 @@ class LockTracker {
         std::string db;             // its CURRENT_SCHEMA
         uint32_t error = 0;
     };
-    std::unordered_map<uint64_t, std::vector<Seen>> conns_;
+    std::unordered_map<uint64_t, std::deque<Seen>> conns_;
+    std::string head_;  // on_statement's, reused
     bool row_blockers_ = false;
     std::unordered_map<uint32_t, uint64_t> conn_of_tid_;  // OS thread -> connection
     std::vector<LockWaitReport> ready_;

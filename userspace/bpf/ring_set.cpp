@@ -2,7 +2,6 @@
 #include "bpf/ring_set.h"
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -14,16 +13,6 @@
 #include "mysqltrace/abi/event.h"
 
 namespace mysqltrace::bpf {
-
-uint64_t default_bytes_per_cpu() {
-    constexpr uint64_t per_cpu = 4u << 20;
-    constexpr uint64_t all = 16u << 20;
-    const int cpus = libbpf_num_possible_cpus();
-    if (cpus <= 0 || per_cpu * static_cast<uint64_t>(cpus) >= all) {
-        return per_cpu;
-    }
-    return std::bit_ceil(all / static_cast<uint64_t>(cpus));
-}
 
 uint64_t monotonic_ns() {
     timespec ts{};

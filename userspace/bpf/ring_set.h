@@ -102,14 +102,6 @@ Result<void> size_scratch_slots(bpf_object *obj);
 // leaves the reader seven eighths of the ring to wake up in.
 uint64_t wakeup_bytes(const RingOptions &opts);
 
-// The tracing commands' default ring size per CPU: 4 MiB, and at least
-// 16 MiB over all possible CPUs. On a small machine whose CPUs the traced
-// programs keep busy, the reader gets few time slices and the rings must
-// hold what arrives meanwhile: `run` on sysbench with 200 connections on
-// two CPUs dropped up to 176,000 records with 4 MiB rings and none with
-// 8 MiB ones. Rings are mapped into the reader, so they count in its RSS.
-uint64_t default_bytes_per_cpu();
-
 // CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
 uint64_t monotonic_ns();
 

@@ -2,7 +2,6 @@
 #include <cerrno>
 #include <iostream>
 
-#include "bpf/ring_set.h"
 #include "cli/command.h"
 
 namespace mysqltrace::cli {
@@ -16,13 +15,9 @@ void add_trace_options(CLI::App *cmd, TraceArgs &args, const std::vector<std::st
     cmd->add_option("-d,--duration", args.duration,
                     "Stop after this many seconds (default: Ctrl-C or the traced process's exit)")
         ->check(CLI::NonNegativeNumber);
-    // Not printed as a default: it depends on the machine (and the man page
-    // made from --help must not depend on the build machine's).
-    args.ring_kib = bpf::default_bytes_per_cpu() >> 10;
-    cmd->add_option("--ring-kib", args.ring_kib,
-                    "Ring buffer size per CPU, KiB (default 4096, more on a machine with fewer "
-                    "than 4 CPUs: 16 MiB in all)")
-        ->check(CLI::Range(4, 1 << 20));
+    cmd->add_option("--ring-kib", args.ring_kib, "Ring buffer size per CPU, KiB")
+        ->check(CLI::Range(4, 1 << 20))
+        ->capture_default_str();
     cmd->add_option("--rotate-size", args.rotate_size,
                     "With --output FILE: before FILE would grow past SIZE (bytes, or with a "
                     "k/M/G suffix: 100M), rename it to FILE.1 (FILE.1 to FILE.2, ...) and "

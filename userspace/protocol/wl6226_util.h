@@ -6,8 +6,8 @@
 
 #include "util/hex.h"
 
+#include <charconv>
 #include <cstdint>
-#include <cstdio>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,16 +16,9 @@ namespace mysqltrace::protocol::detail {
 
 // What printf's "0x%llx" writes, without printf.
 inline std::string hex64(uint64_t v) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    char buf[18];
-    char *p = buf + sizeof(buf);
-    do {
-        *--p = kHex[v & 15];
-        v >>= 4;
-    } while (v != 0);
-    *--p = 'x';
-    *--p = '0';
-    return std::string(p, static_cast<size_t>(buf + sizeof(buf) - p));
+    char buf[2 + 16] = {'0', 'x'};
+    const auto r = std::to_chars(buf + 2, buf + sizeof(buf), v, 16);
+    return std::string(buf, r.ptr);
 }
 
 inline std::string join(const std::vector<std::string> &v, const char *sep) {

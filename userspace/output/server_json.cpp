@@ -23,16 +23,23 @@ namespace mysqltrace::output {
 namespace {
 
 // The columns every --format json line opens with: which event, of which
-// thread of which process.
-void event_head(JsonWriter &j, const char *kind, uint32_t pid, uint32_t tid, uint64_t thread_id,
-                uint64_t event_id, uint64_t end_event_id, std::string_view event_name) {
-    j.field("kind", kind);
-    j.field("pid", pid);
-    j.field("tid", tid);
-    j.field("THREAD_ID", thread_id);
-    j.field("EVENT_ID", event_id);
-    j.field("END_EVENT_ID", end_event_id);
-    j.field("EVENT_NAME", event_name);
+// thread of which process, up to EVENT_NAME's key; its value is the
+// caller's (a statement's is rendered once per text class).
+void event_head(FlatWriter &f, std::string_view kind, uint32_t pid, uint32_t tid,
+                uint64_t thread_id, uint64_t event_id, uint64_t end_event_id) {
+    f.lit("{\"kind\":\"");
+    f.raw(kind);  // a plain word: nothing to escape
+    f.lit("\",\"pid\":");
+    f.num(pid);
+    f.lit(",\"tid\":");
+    f.num(tid);
+    f.lit(",\"THREAD_ID\":");
+    f.num(thread_id);
+    f.lit(",\"EVENT_ID\":");
+    f.num(event_id);
+    f.lit(",\"END_EVENT_ID\":");
+    f.num(end_event_id);
+    f.lit(",\"EVENT_NAME\":");
 }
 
 // performance_schema counts bytes of file and socket transfers only.
@@ -104,29 +111,19 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
         // What its command and text decide, rendered once per class.
         TextClass &tc = text_classes_.of(st);
         ClassExtra &c = tc.extra;
-        if (!c.json_known) {
+        if (c.name_json.empty()) {  // rendered once: a JSON string is never empty
             append_json_string(c.name_json, tc.event_name);
             if (text) {
                 append_json_string(c.text_json, st.text);
                 append_json_string(c.digest_json, tc.digest(st));
             }
             append_json_string(c.command_json, mysql::command_name(st.command));
-            c.json_known = true;
         }
         {
-            // The fields every statement line has, in event_head's order.
+            // The fields every statement line has.
             FlatWriter f(out);
-            f.lit("{\"kind\":\"statement\",\"pid\":");
-            f.num(pid_);
-            f.lit(",\"tid\":");
-            f.num(st.tid);
-            f.lit(",\"THREAD_ID\":");
-            f.num(st.thread_id);
-            f.lit(",\"EVENT_ID\":");
-            f.num(event_id);
-            f.lit(",\"END_EVENT_ID\":");
-            f.num(event_id + rows.size() + waits.size() + 1);
-            f.lit(",\"EVENT_NAME\":");
+            event_head(f, "statement", pid_, st.tid, st.thread_id, event_id,
+                       event_id + rows.size() + waits.size() + 1);
             f.raw(c.name_json);
             f.lit(",\"TIMER_START\":");  // picoseconds, as performance_schema
             f.num(st.start_ns * 1000);
@@ -223,10 +220,12 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
             continue;
         }
         const auto &r = rows[n.index];
-        JsonWriter s(out);
-        s.begin_object();
-        event_head(s, "stage", pid_, st.tid, st.thread_id, n.id, n.id,
-                   server::stage_event_name(r.name));
+        {
+            FlatWriter f(out);
+            event_head(f, "stage", pid_, st.tid, st.thread_id, n.id, n.id);
+            f.str(server::stage_event_name(r.name));
+        }
+        JsonWriter s(out, true);
         s.key("SOURCE");
         if (r.file.empty()) {
             s.null();
@@ -251,9 +250,12 @@ void ServerRenderer::json_lines(std::string &out, const server::Statement &st,
 void ServerRenderer::wait_line(std::string &out, const NamedWait &w, uint64_t event_id,
                                uint64_t nesting_id, const char *nesting_type) {
     const auto &n = w.name;
-    JsonWriter j(out);
-    j.begin_object();
-    event_head(j, "wait", pid_, w.wait.tid, w.wait.thread_id, event_id, event_id, n.event_name);
+    {
+        FlatWriter f(out);
+        event_head(f, "wait", pid_, w.wait.tid, w.wait.thread_id, event_id, event_id);
+        f.str(n.event_name);
+    }
+    JsonWriter j(out, true);
     j.null_field("SOURCE");
     j.field("TIMER_START", w.wait.start_ns * 1000);
     j.field("TIMER_END", w.wait.end_ns * 1000);

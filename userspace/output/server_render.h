@@ -95,8 +95,7 @@ class ServerRenderer {
     // strings of a statement line that depend on nothing else, rendered.
     struct ClassExtra {
         ClassTotals *totals = nullptr;
-        bool json_known = false;
-        std::string name_json;     // EVENT_NAME
+        std::string name_json;     // EVENT_NAME (empty: none of these rendered yet)
         std::string text_json;     // SQL_TEXT
         std::string digest_json;   // DIGEST_TEXT
         std::string command_json;  // command

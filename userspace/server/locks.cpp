@@ -100,30 +100,23 @@ bool takes_row_locks(const std::string &sql) {
            all.find("LOCK IN SHARE MODE") != std::string::npos;
 }
 
+// head.starts_with(k), the first letter compared first: most statements
+// (SELECT, INSERT, ...) are settled without comparing a word.
+bool opens_with(std::string_view head, std::string_view k) {
+    return !head.empty() && head[0] == k[0] && head.starts_with(k);
+}
+
 // Statements that commit the open transaction before they run (DDL, account
 // management, table maintenance, LOCK/UNLOCK TABLES), from the first 17
 // bytes upper-cased; a temporary table's CREATE or DROP does not.
-bool commits_implicitly(const std::string &head) {
-    switch (head.empty() ? '\0' : head[0]) {
-        case 'A':
-        case 'C':
-        case 'D':
-        case 'G':
-        case 'L':
-        case 'O':
-        case 'R':
-        case 'T':
-        case 'U':
-            break;
-        default:
-            return false;  // SELECT, INSERT, ...: at once, as most statements are
-    }
-    if (head.starts_with("CREATE TEMPORARY") || head.starts_with("DROP TEMPORARY")) {
+bool commits_implicitly(std::string_view head) {
+    const auto starts = [&](std::string_view k) { return opens_with(head, k); };
+    if (starts("CREATE TEMPORARY") || starts("DROP TEMPORARY")) {
         return false;
     }
-    for (const char *k : {"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE",
-                          "LOCK TABLE", "UNLOCK TABLE", "ANALYZE", "OPTIMIZE", "REPAIR"}) {
-        if (head.starts_with(k)) {
+    for (std::string_view k : {"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE",
+                               "LOCK TABLE", "UNLOCK TABLE", "ANALYZE", "OPTIMIZE", "REPAIR"}) {
+        if (starts(k)) {
             return true;
         }
     }
@@ -450,14 +443,11 @@ void LockTracker::on_statement(const Statement &st) {
     conn_of_tid_[st.tid] = st.thread_id;
     auto &h = conns_[st.thread_id];
     uint64_t trx = h.empty() ? 0 : h.back().trx_start_ns;
-    std::string &head = head_;
-    upper_start_into(head, st.text, 17);
-    const char first = head.empty() ? '\0' : head[0];
-    if ((first == 'B' && head.starts_with("BEGIN")) ||
-        (first == 'S' && head.starts_with("START TRANSACTION"))) {
+    upper_start_into(head_, st.text, 17);
+    const std::string_view head = head_;
+    if (opens_with(head, "BEGIN") || opens_with(head, "START TRANSACTION")) {
         trx = st.start_ns;
-    } else if ((first == 'C' || first == 'R') &&
-               (head.starts_with("COMMIT") || head.starts_with("ROLLBACK")) &&
+    } else if ((opens_with(head, "COMMIT") || opens_with(head, "ROLLBACK")) &&
                upper_start(st.text, 64).find(" TO ") == std::string::npos) {
         trx = 0;
     } else if (st.error == kLockDeadlock || commits_implicitly(head)) {

@@ -18,9 +18,10 @@
 //   lock_wait_suspend_thread), or a function called once a wait ended with
 //   its duration (MariaDB: thd_storage_lock_wait, and the wait's call of
 //   thd_wait_begin before it, where the waiting transaction names the one
-//   it waits for, with sched_waking naming who woke the waiter), and the
-//   wait-for edges InnoDB reports (MySQL: thd_report_lock_wait(waiter,
-//   blocker); MariaDB with a binary log: thd_rpl_deadlock_check).
+//   it waits for, or, where that cannot be read, sched_waking names who
+//   woke the waiter), and the wait-for edges InnoDB reports (MySQL:
+//   thd_report_lock_wait(waiter, blocker); MariaDB with a binary log:
+//   thd_rpl_deadlock_check).
 // One program for the uprobes; the attach cookie's low 16 bits say which
 // role a site has, the bits above where a register it reads is in pt_regs.
 // Offsets come from server/lock_layout.cpp (learnt from the binary).

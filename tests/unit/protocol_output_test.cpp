@@ -206,14 +206,14 @@ TEST(ProtocolJson, MinimalEventAndDump) {
     ev.packet = {0x03, 'S'};
     ProtocolJsonOptions o;
     o.dump = true;
-    auto j = protocol_event_json(ev, o);
+    auto j = nlohmann::json::parse(render_protocol_json(ev, o));
     EXPECT_EQ(j["sql"], "SELECT 1");
     EXPECT_FALSE(j.contains("sql_bytes"));
     EXPECT_EQ(j["packet_hex"], "0353");
     // JSON keeps all that was captured of a cut statement, and its length.
     ev.sql = "SELECT '" + std::string(5000, 'x');
     ev.sql_bytes = 17825809;
-    j = protocol_event_json(ev, o);
+    j = nlohmann::json::parse(render_protocol_json(ev, o));
     EXPECT_EQ(j["sql"], *ev.sql);
     EXPECT_EQ(j["sql_bytes"], 17825809);
 }
@@ -273,6 +273,97 @@ TEST(ProtocolOutput, BindParamCallShowsItsAttributeNames) {
     auto j = nlohmann::json::parse(render_api_call_json(call));
     EXPECT_EQ(j["attributes"], "trace_id, n2");
     EXPECT_FALSE(j.contains("sql"));
+}
+
+// The renderers write keys in the order nlohmann's ordered-by-key objects
+// dumped them in before: each line must be what parsing it and dumping it
+// again gives, byte for byte.
+std::string canonical(const std::string &line) {
+    return nlohmann::json::parse(line).dump(-1, ' ', false,
+                                            nlohmann::json::error_handler_t::replace) +
+           "\n";
+}
+
+TEST(ProtocolJson, EveryKeyInNlohmannsOrder) {
+    ProtocolEvent ev = error_event();
+    ev.sql = "SELECT \"x\"\n\x01 /* \xff */";
+    ev.sql_bytes = 90;
+    ev.statement_id = 4;
+    ev.query_attributes = {{"trace_id", "'a'"}, {"n", "NULL"}};
+    ev.truncated = true;
+    ev.affected_rows = 1;
+    ev.last_insert_id = 2;
+    ev.warnings = 3;
+    ev.status_flags = 0x22;
+    ev.column_count = 5;
+    ev.row_count = 6;
+    ev.auth_plugin = "caching_sha2_password";
+    ev.user = "u";
+    ev.database = "d";
+    ev.server_version = "9.7.0";
+    ev.server_connection_id = 77;
+    ev.details.push_back("second line");
+    ev.from_library = true;
+    ev.packet = {0x00, 0xff};
+    for (bool redacted : {false, true}) {
+        ev.packet_redacted = redacted;
+        const std::string line = render_protocol_json(ev, {true});
+        EXPECT_EQ(line, canonical(line));
+        EXPECT_EQ(nlohmann::json::parse(line).size(), 32u);
+    }
+    CommandSummary s;
+    s.command_name = "COM_QUERY";
+    s.sql = "SELECT 1";
+    s.sql_bytes = 9;
+    s.statement_id = 1;
+    s.query_attributes = ev.query_attributes;
+    s.affected_rows = 2;
+    s.error_code = 1062;
+    s.error_message = "Duplicate";
+    s.ts_start_ns = 5;
+    s.ts_end_ns = 9;
+    std::string line = render_command_summary_json(s);
+    EXPECT_EQ(line, canonical(line));
+    EXPECT_EQ(nlohmann::json::parse(line).size(), 21u);
+    protocol::ApiCall call;
+    call.error_code = 2013;
+    call.sqlstate = "HY000";
+    call.error_message = "Lost connection";
+    call.server_thread_id = 8;
+    call.arg = "x";
+    call.arg_bytes = 100;
+    for (const char *func : {"mysql_real_query", "mysql_select_db", "mysql_bind_param"}) {
+        call.func = func;
+        line = render_api_call_json(call);
+        EXPECT_EQ(line, canonical(line)) << func;
+        EXPECT_EQ(nlohmann::json::parse(line).size(), 18u) << func;
+    }
+}
+
+// Every line of every recorded session, with packet dumps.
+TEST(ProtocolJson, RecordedSessionsInNlohmannsOrder) {
+    size_t lines = 0;
+    for (const char *name :
+         {"admin_commands", "auth_switch_ed25519", "bulk_direct_cursor", "change_user",
+          "compressed_c", "compressed_cli", "connect_query", "deprecate_eof_raw", "local_infile",
+          "multi_statements", "mysql97_c_api", "mysql97_cli_attrs", "mysql97_sha2_rsa",
+          "mysql97_zlib", "mysql97_zstd", "prepared", "pymysql"}) {
+        protocol::TracerOptions opt;
+        opt.keep_packets = true;
+        std::string out;
+        protocol::ConnectionTracer t(
+            1, opt, [&](const ProtocolEvent &ev) { append_protocol_json(out, ev, {true}); },
+            [&](const CommandSummary &sum) { append_command_summary_json(out, sum); });
+        protocol::fixture::replay(t, protocol::fixture::load_fixture(name));
+        std::istringstream in(out);
+        std::string line;
+        while (std::getline(in, line)) {
+            line += '\n';
+            ASSERT_EQ(line, canonical(line)) << name;
+            ++lines;
+        }
+    }
+    EXPECT_GT(lines, 1000u);
 }
 
 // A recorded session rendered end to end: every event is one line plus its

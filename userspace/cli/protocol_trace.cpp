@@ -138,12 +138,12 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
             if (otlp) {
                 otlp->event(ev);
             }
-            if (json) {
-                o.write(output::render_protocol_json(ev, json_opts));
-                return;
-            }
             line.clear();
-            output::append_protocol_text(line, ev, text_opts);
+            if (json) {
+                output::append_protocol_json(line, ev, json_opts);
+            } else {
+                output::append_protocol_text(line, ev, text_opts);
+            }
             o.write(line);
         };
         cb.on_api_call = [&](const protocol::ApiCall &call) {
@@ -163,12 +163,12 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
             if (a.no_summary) {
                 return;
             }
-            if (json) {
-                o.write(output::render_command_summary_json(sum));
-                return;
-            }
             line.clear();
-            output::append_command_summary_text(line, sum, text_opts);
+            if (json) {
+                output::append_command_summary_json(line, sum);
+            } else {
+                output::append_command_summary_text(line, sum, text_opts);
+            }
             o.write(line);
         };
     }

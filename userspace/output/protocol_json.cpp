@@ -1,163 +1,193 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "output/protocol_json.h"
 
+#include "output/json_writer.h"
 #include "util/hex.h"
 
 namespace mysqltrace::output {
 
-using nlohmann::json;
 using protocol::CommandSummary;
 using protocol::ProtocolEvent;
 
+// Keys are written in the byte order of their names, the order nlohmann's
+// ordered-by-key object dumped them in before these renderers wrote lines
+// straight into a buffer: outputs did not change (protocol_output_test
+// checks every line of the recorded sessions against nlohmann's dump of it).
 namespace {
 
 template <typename T>
-void put(json &j, const char *key, const std::optional<T> &v) {
+void put(JsonWriter &w, std::string_view key, const std::optional<T> &v) {
     if (v) {
-        j[key] = *v;
+        w.field(key, *v);
     }
 }
 
-void put(json &j, const char *key, const std::string &v) {
+void put(JsonWriter &w, std::string_view key, const std::string &v) {
     if (!v.empty()) {
-        j[key] = v;
+        w.field(key, v);
     }
 }
 
 // [{"name":"n1","value":"'v1'"}, ...]: a list, since names may repeat.
-void put(json &j, const char *key, const std::vector<protocol::QueryAttribute> &attrs) {
+void put(JsonWriter &w, std::string_view key, const std::vector<protocol::QueryAttribute> &attrs) {
     if (attrs.empty()) {
         return;
     }
-    json list = json::array();
+    w.key(key);
+    w.begin_array();
     for (const auto &a : attrs) {
-        list.push_back({{"name", a.name}, {"value", a.value}});
+        w.begin_object();
+        w.field("name", a.name);
+        w.field("value", a.value);
+        w.end_object();
     }
-    j[key] = std::move(list);
-}
-
-std::string line(const json &j) {
-    return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    w.end_array();
 }
 
 }  // namespace
 
-json protocol_event_json(const ProtocolEvent &ev, const ProtocolJsonOptions &options) {
-    json j;
-    j["kind"] = "protocol";
-    j["conn"] = ev.conn;
-    j["pid"] = ev.pid;
-    j["tid"] = ev.tid;
-    j["ts_ns"] = ev.ts_ns;
-    j["stage"] = protocol::stage_name(ev.stage);
-    j["event"] = protocol::event_name(ev.event);
-    put(j, "command", ev.command_name);
-    put(j, "sql", ev.sql);
-    put(j, "sql_bytes", ev.sql_bytes);
-    put(j, "statement_id", ev.statement_id);
-    put(j, "query_attributes", ev.query_attributes);
-    put(j, "bytes", ev.bytes);
-    put(j, "seq", ev.seq);
-    if (ev.truncated) {
-        j["truncated"] = true;
-    }
-    put(j, "error_code", ev.error_code);
-    put(j, "sqlstate", ev.sqlstate);
-    if (ev.error_code) {
-        j["error_message"] = ev.error_message;
-    }
-    put(j, "affected_rows", ev.affected_rows);
-    put(j, "last_insert_id", ev.last_insert_id);
-    put(j, "warnings", ev.warnings);
-    put(j, "status_flags", ev.status_flags);
-    put(j, "column_count", ev.column_count);
-    put(j, "row_count", ev.row_count);
-    put(j, "auth_plugin", ev.auth_plugin);
-    put(j, "user", ev.user);
-    put(j, "database", ev.database);
-    put(j, "server_version", ev.server_version);
-    put(j, "server_connection_id", ev.server_connection_id);
+void append_protocol_json(std::string &out, const ProtocolEvent &ev,
+                          const ProtocolJsonOptions &options) {
+    JsonWriter w(out);
+    w.begin_object();
+    put(w, "affected_rows", ev.affected_rows);
+    put(w, "auth_plugin", ev.auth_plugin);
+    put(w, "bytes", ev.bytes);
+    put(w, "column_count", ev.column_count);
+    put(w, "command", ev.command_name);
+    w.field("conn", ev.conn);
+    put(w, "database", ev.database);
     if (!ev.details.empty()) {
-        j["details"] = ev.details;
+        w.key("details");
+        w.begin_array();
+        for (const auto &d : ev.details) {
+            w.value(d);
+        }
+        w.end_array();
     }
-    if (ev.from_library) {
-        j["source"] = "library";
+    put(w, "error_code", ev.error_code);
+    if (ev.error_code) {
+        w.field("error_message", ev.error_message);
     }
+    w.field("event", protocol::event_name(ev.event));
+    w.field("kind", "protocol");
+    put(w, "last_insert_id", ev.last_insert_id);
     if (options.dump) {
         if (ev.packet_redacted) {
-            j["packet_redacted"] = true;
+            w.field("packet_redacted", true);
         } else if (!ev.packet.empty()) {
-            j["packet_hex"] = to_hex(ev.packet);
+            w.field("packet_hex", to_hex(ev.packet));
         }
     }
-    return j;
+    w.field("pid", ev.pid);
+    put(w, "query_attributes", ev.query_attributes);
+    put(w, "row_count", ev.row_count);
+    put(w, "seq", ev.seq);
+    put(w, "server_connection_id", ev.server_connection_id);
+    put(w, "server_version", ev.server_version);
+    if (ev.from_library) {
+        w.field("source", "library");
+    }
+    put(w, "sql", ev.sql);
+    put(w, "sql_bytes", ev.sql_bytes);
+    put(w, "sqlstate", ev.sqlstate);
+    w.field("stage", protocol::stage_name(ev.stage));
+    put(w, "statement_id", ev.statement_id);
+    put(w, "status_flags", ev.status_flags);
+    w.field("tid", ev.tid);
+    if (ev.truncated) {
+        w.field("truncated", true);
+    }
+    w.field("ts_ns", ev.ts_ns);
+    put(w, "user", ev.user);
+    put(w, "warnings", ev.warnings);
+    w.end_object();
+    out += '\n';
 }
 
-json command_summary_json(const CommandSummary &s) {
-    json j;
-    j["kind"] = "protocol_command";
-    j["conn"] = s.conn;
-    j["pid"] = s.pid;
-    j["tid"] = s.tid;
-    j["ts_start_ns"] = s.ts_start_ns;
-    j["ts_end_ns"] = s.ts_end_ns;
-    j["command"] = s.command_name;
-    put(j, "sql", s.sql);
-    put(j, "sql_bytes", s.sql_bytes);
-    put(j, "statement_id", s.statement_id);
-    put(j, "query_attributes", s.query_attributes);
-    j["result"] = protocol::command_result_name(s.result);
-    j["rows"] = s.rows;
-    j["result_sets"] = s.result_sets;
-    put(j, "affected_rows", s.affected_rows);
-    put(j, "error_code", s.error_code);
+void append_command_summary_json(std::string &out, const CommandSummary &s) {
+    JsonWriter w(out);
+    w.begin_object();
+    put(w, "affected_rows", s.affected_rows);
+    w.field("bytes_received", s.bytes_received);
+    w.field("bytes_sent", s.bytes_sent);
+    w.field("command", s.command_name);
+    w.field("conn", s.conn);
+    w.field("duration_ns", s.ts_end_ns - s.ts_start_ns);
+    put(w, "error_code", s.error_code);
     if (s.error_code) {
-        j["error_message"] = s.error_message;
+        w.field("error_message", s.error_message);
     }
-    j["bytes_sent"] = s.bytes_sent;
-    j["bytes_received"] = s.bytes_received;
-    j["server_wait_ns"] = s.server_wait_ns;
-    j["duration_ns"] = s.ts_end_ns - s.ts_start_ns;
-    return j;
+    w.field("kind", "protocol_command");
+    w.field("pid", s.pid);
+    put(w, "query_attributes", s.query_attributes);
+    w.field("result", protocol::command_result_name(s.result));
+    w.field("result_sets", s.result_sets);
+    w.field("rows", s.rows);
+    w.field("server_wait_ns", s.server_wait_ns);
+    put(w, "sql", s.sql);
+    put(w, "sql_bytes", s.sql_bytes);
+    put(w, "statement_id", s.statement_id);
+    w.field("tid", s.tid);
+    w.field("ts_end_ns", s.ts_end_ns);
+    w.field("ts_start_ns", s.ts_start_ns);
+    w.end_object();
+    out += '\n';
+}
+
+void append_api_call_json(std::string &out, const protocol::ApiCall &call) {
+    // The argument's key depends on the call; it goes where its name sorts.
+    const std::string_view arg_key = call.func == "mysql_select_db"    ? "schema"
+                                     : call.func == "mysql_bind_param" ? "attributes"
+                                                                       : "sql";
+    JsonWriter w(out);
+    w.begin_object();
+    if (arg_key == "attributes") {
+        put(w, arg_key, call.arg);
+    }
+    w.field("conn", call.conn);
+    w.field("duration_ns", call.ts_end_ns - call.ts_begin_ns);
+    put(w, "error_code", call.error_code);
+    put(w, "error_message", call.error_message);
+    w.field("failed", call.failed);
+    w.field("function", call.func);
+    w.field("handle", call.handle);
+    w.field("kind", "api");
+    w.field("pid", call.pid);
+    w.field("ret", call.ret);
+    if (arg_key == "schema") {
+        put(w, arg_key, call.arg);
+    }
+    put(w, "server_thread_id", call.server_thread_id);
+    w.field("server_wait_ns", call.server_wait_ns);
+    if (arg_key == "sql") {
+        put(w, arg_key, call.arg);
+    }
+    put(w, "sql_bytes", call.arg_bytes);
+    put(w, "sqlstate", call.sqlstate);
+    w.field("tid", call.tid);
+    w.field("ts_end_ns", call.ts_end_ns);
+    w.field("ts_start_ns", call.ts_begin_ns);
+    w.end_object();
+    out += '\n';
 }
 
 std::string render_protocol_json(const ProtocolEvent &ev, const ProtocolJsonOptions &options) {
-    return line(protocol_event_json(ev, options));
+    std::string out;
+    append_protocol_json(out, ev, options);
+    return out;
 }
 
 std::string render_command_summary_json(const CommandSummary &s) {
-    return line(command_summary_json(s));
-}
-
-json api_call_json(const protocol::ApiCall &call) {
-    json j;
-    j["kind"] = "api";
-    j["conn"] = call.conn;
-    j["pid"] = call.pid;
-    j["tid"] = call.tid;
-    j["ts_start_ns"] = call.ts_begin_ns;
-    j["ts_end_ns"] = call.ts_end_ns;
-    j["function"] = call.func;
-    j["handle"] = call.handle;
-    j["ret"] = call.ret;
-    j["failed"] = call.failed;
-    put(j, "error_code", call.error_code);
-    put(j, "sqlstate", call.sqlstate);
-    put(j, "error_message", call.error_message);
-    put(j, "server_thread_id", call.server_thread_id);
-    put(j,
-        call.func == "mysql_select_db"    ? "schema"
-        : call.func == "mysql_bind_param" ? "attributes"
-                                          : "sql",
-        call.arg);
-    put(j, "sql_bytes", call.arg_bytes);
-    j["server_wait_ns"] = call.server_wait_ns;
-    j["duration_ns"] = call.ts_end_ns - call.ts_begin_ns;
-    return j;
+    std::string out;
+    append_command_summary_json(out, s);
+    return out;
 }
 
 std::string render_api_call_json(const protocol::ApiCall &call) {
-    return line(api_call_json(call));
+    std::string out;
+    append_api_call_json(out, call);
+    return out;
 }
 
 }  // namespace mysqltrace::output

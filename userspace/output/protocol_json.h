@@ -20,7 +20,6 @@
 // by U+FFFD rather than failing the line.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "protocol/event.h"
@@ -31,14 +30,16 @@ struct ProtocolJsonOptions {
     bool dump = false;  // "packet_hex" with the bytes the event carries
 };
 
-nlohmann::json protocol_event_json(const protocol::ProtocolEvent &ev,
-                                   const ProtocolJsonOptions &options = {});
-nlohmann::json command_summary_json(const protocol::CommandSummary &s);
-// The object serialised on one line, ending with '\n'.
+// Each appends one object and its '\n' to `out`, put together in place: a
+// traced application gives ~10 events per statement.
+void append_protocol_json(std::string &out, const protocol::ProtocolEvent &ev,
+                          const ProtocolJsonOptions &options = {});
+void append_command_summary_json(std::string &out, const protocol::CommandSummary &s);
+void append_api_call_json(std::string &out, const protocol::ApiCall &call);
+// The same, as a string of its own.
 std::string render_protocol_json(const protocol::ProtocolEvent &ev,
                                  const ProtocolJsonOptions &options = {});
 std::string render_command_summary_json(const protocol::CommandSummary &s);
-nlohmann::json api_call_json(const protocol::ApiCall &call);
 std::string render_api_call_json(const protocol::ApiCall &call);
 
 }  // namespace mysqltrace::output

@@ -2,6 +2,7 @@
 #include "output/clock.h"
 
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 namespace mysqltrace::output {
@@ -20,26 +21,29 @@ Clock::Clock() {
     offset_ns_ = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
 }
 
-void Clock::append_wall(uint64_t monotonic_ns, std::string &out) const {
+size_t Clock::put_wall(uint64_t monotonic_ns, char *buf) const {
     const uint64_t ns = realtime_ns(monotonic_ns);
     const uint64_t sec = ns / 1'000'000'000ull;
     if (sec != cached_sec_) {
         time_t secs = static_cast<time_t>(sec);
         tm t{};
         localtime_r(&secs, &t);
-        char buf[16];
-        std::snprintf(buf, sizeof(buf), "%02d:%02d:%02d.", t.tm_hour, t.tm_min, t.tm_sec);
-        cached_hms_ = buf;
+        std::snprintf(cached_hms_, sizeof(cached_hms_), "%02d:%02d:%02d.", t.tm_hour % 100,
+                      t.tm_min % 100, t.tm_sec % 100);
         cached_sec_ = sec;
     }
-    out += cached_hms_;
+    std::memcpy(buf, cached_hms_, 9);
     unsigned us = static_cast<unsigned>((ns % 1'000'000'000ull) / 1000);
-    char digits[6];
-    for (int i = 5; i >= 0; i--) {
-        digits[i] = static_cast<char>('0' + us % 10);
+    for (int i = 14; i >= 9; i--) {
+        buf[i] = static_cast<char>('0' + us % 10);
         us /= 10;
     }
-    out.append(digits, 6);
+    return kWallChars;
+}
+
+void Clock::append_wall(uint64_t monotonic_ns, std::string &out) const {
+    char buf[kWallChars];
+    out.append(buf, put_wall(monotonic_ns, buf));
 }
 
 std::string Clock::wall(uint64_t monotonic_ns) const {

@@ -3,6 +3,7 @@
 // clock time. One conversion, taken when the trace starts.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -16,6 +17,9 @@ class Clock {
     std::string wall(uint64_t monotonic_ns) const;
     // The same, appended to `out`.
     void append_wall(uint64_t monotonic_ns, std::string &out) const;
+    // The same, written to buf (room for kWallChars); returns kWallChars.
+    static constexpr size_t kWallChars = 15;
+    size_t put_wall(uint64_t monotonic_ns, char *buf) const;
 
   private:
     uint64_t offset_ns_ = 0;
@@ -23,7 +27,7 @@ class Clock {
     // zone rules) and a trace prints many events a second: keep the last
     // second's "HH:MM:SS." (so a Clock is not for sharing between threads).
     mutable uint64_t cached_sec_ = UINT64_MAX;
-    mutable std::string cached_hms_;
+    mutable char cached_hms_[16] = {};
 };
 
 }  // namespace mysqltrace::output

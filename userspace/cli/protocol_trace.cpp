@@ -147,8 +147,13 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
             o.write(line);
         };
         cb.on_api_call = [&](const protocol::ApiCall &call) {
-            o.write(json ? output::render_api_call_json(call)
-                         : output::render_api_call_text(call, text_opts));
+            line.clear();
+            if (json) {
+                output::append_api_call_json(line, call);
+            } else {
+                output::append_api_call_text(line, call, text_opts);
+            }
+            o.write(line);
         };
     } else if (otlp) {
         cb.on_event = [&](const protocol::ProtocolEvent &ev) { otlp->event(ev); };

@@ -488,10 +488,10 @@ void ConnectionTable::end_call(const ApiRecord &a) {
         if (a.thread_id != 0 && (a.func == MT_API_REAL_CONNECT || a.func == MT_API_CHANGE_USER)) {
             out.server_thread_id = a.thread_id;
         }
-        out.arg = call.arg;
         if (call.arg && call.arg_len > call.arg->size()) {
             out.arg_bytes = call.arg_len;
         }
+        out.arg = std::move(call.arg);  // the call is done with
         out.server_wait_ns = call.server_wait_ns;
         cb_.on_api_call(out);
     }

@@ -2,6 +2,7 @@
 #include "output/protocol_text.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 
 #include "output/json_writer.h"
@@ -261,27 +262,50 @@ std::string render_command_summary_text(const CommandSummary &s,
     return out;
 }
 
-std::string render_api_call_text(const protocol::ApiCall &call,
-                                 const ProtocolTextOptions &options) {
-    std::string out;
-    append_prefix(out, call.conn, call.ts_end_ns, call.pid, call.tid, options);
-    char handle[32];
-    std::snprintf(handle, sizeof(handle), "0x%llx", static_cast<unsigned long long>(call.handle));
-    out += "api: " + call.func + "(" + handle + ") -> ";
-    if (call.func == "mysql_stmt_fetch" && !call.failed) {
-        out += call.ret == 0     ? "OK"
-               : call.ret == 100 ? "NO_DATA"
-               : call.ret == 101 ? "DATA_TRUNCATED"
-                                 : std::to_string(call.ret);
-    } else {
-        out += call.failed ? "FAILED" : "OK";
+void append_api_call_text(std::string &out, const protocol::ApiCall &call,
+                          const ProtocolTextOptions &options) {
+    {
+        FlatWriter w(out);
+        put_prefix(w, call.conn, call.ts_end_ns, call.pid, call.tid, options);
+        w.lit("api: ");
+        w.raw(call.func);
+        char handle[24];
+        const auto h = std::to_chars(handle, handle + sizeof(handle), call.handle, 16);
+        w.lit("(0x");
+        w.raw({handle, static_cast<size_t>(h.ptr - handle)});
+        w.lit(") -> ");
+        if (call.func == "mysql_stmt_fetch" && !call.failed) {
+            switch (call.ret) {
+                case 0:
+                    w.lit("OK");
+                    break;
+                case 100:
+                    w.lit("NO_DATA");
+                    break;
+                case 101:
+                    w.lit("DATA_TRUNCATED");
+                    break;
+                default:
+                    w.num(call.ret);
+            }
+        } else if (call.failed) {
+            w.lit("FAILED");
+        } else {
+            w.lit("OK");
+        }
+        if (call.error_code) {
+            w.lit(" ");
+            w.num(*call.error_code);
+        }
     }
     if (call.error_code) {
-        out += " " + std::to_string(*call.error_code);
         if (!call.sqlstate.empty()) {
-            out += " (" + escape_text(call.sqlstate) + ")";
+            out += " (";
+            append_escaped(out, call.sqlstate);
+            out += ')';
         }
-        out += ": " + escape_text(call.error_message);
+        out += ": ";
+        append_escaped(out, call.error_message);
     }
     const uint64_t total = call.ts_end_ns - call.ts_begin_ns;
     out += "; time: ";
@@ -293,15 +317,22 @@ std::string render_api_call_text(const protocol::ApiCall &call,
         append_duration(out, total > call.server_wait_ns ? total - call.server_wait_ns : 0);
     }
     if (call.server_thread_id) {
-        out += "; server thread: " + std::to_string(*call.server_thread_id);
+        out += "; server thread: ";
+        append_uint(out, *call.server_thread_id);
     }
     if (call.arg) {
-        out += (call.func == "mysql_select_db"    ? "; schema: "
-                : call.func == "mysql_bind_param" ? "; attributes: "
-                                                  : "; SQL: ") +
-               cut_text(*call.arg, options.max_value_chars, call.arg_bytes);
+        out += call.func == "mysql_select_db"    ? "; schema: "
+               : call.func == "mysql_bind_param" ? "; attributes: "
+                                                 : "; SQL: ";
+        append_cut(out, *call.arg, options.max_value_chars, call.arg_bytes);
     }
     out += '\n';
+}
+
+std::string render_api_call_text(const protocol::ApiCall &call,
+                                 const ProtocolTextOptions &options) {
+    std::string out;
+    append_api_call_text(out, call, options);
     return out;
 }
 

@@ -47,6 +47,8 @@ std::string render_command_summary_text(const protocol::CommandSummary &s,
 // One line, ending with '\n', for a shim API call (`mysqltrace run`):
 //   mysqltrace: <conn>: api: mysql_real_query(0x5581...) -> OK; time: 95.2 us;
 //   server wait: 80.1 us; in client: 15.1 us; SQL: select 1
+void append_api_call_text(std::string &out, const protocol::ApiCall &call,
+                          const ProtocolTextOptions &options = {});
 std::string render_api_call_text(const protocol::ApiCall &call,
                                  const ProtocolTextOptions &options = {});
 // 16 bytes a line: offset-free hex in two groups of 8, then printable ASCII.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mysqltrace::protocol {
@@ -157,7 +158,7 @@ struct ApiCall {
     uint64_t conn = 0;  // the connection it worked on; 0 if none is known
     uint32_t pid = 0;
     uint32_t tid = 0;
-    std::string func;  // "mysql_real_query"
+    std::string_view func;  // "mysql_real_query": names are static text
     uint64_t handle = 0;
     uint64_t ts_begin_ns = 0;
     uint64_t ts_end_ns = 0;

@@ -41,12 +41,6 @@ void put_prefix(FlatWriter &w, uint64_t conn, uint64_t ts_ns, uint32_t pid, uint
     w.lit(": ");
 }
 
-void append_prefix(std::string &out, uint64_t conn, uint64_t ts_ns, uint32_t pid, uint32_t tid,
-                   const ProtocolTextOptions &options) {
-    FlatWriter w(out);
-    put_prefix(w, conn, ts_ns, pid, tid, options);
-}
-
 void append_duration(std::string &out, uint64_t ns) {
     if (ns < 10000) {
         append_fixed(out, ns, 1, 0);
@@ -208,36 +202,39 @@ std::string render_protocol_text(const ProtocolEvent &ev, const ProtocolTextOpti
 
 void append_command_summary_text(std::string &out, const CommandSummary &s,
                                  const ProtocolTextOptions &options) {
-    append_prefix(out, s.conn, s.ts_end_ns, s.pid, s.tid, options);
-    out += "summary: ";
-    out += s.command_name;
-    out += " -> ";
-    out += protocol::command_result_name(s.result);
+    FlatWriter w(out);
+    put_prefix(w, s.conn, s.ts_end_ns, s.pid, s.tid, options);
+    w.lit("summary: ");
+    w.raw(s.command_name);
+    w.lit(" -> ");
+    w.raw(protocol::command_result_name(s.result));
     if (s.error_code) {
-        out += ' ';
-        append_uint(out, *s.error_code);
-        out += " (";
+        w.lit(" ");
+        w.num(*s.error_code);
+        w.lit(" (");
+        w.flush();
         append_escaped(out, s.error_message);
-        out += ')';
+        w.lit(")");
     }
     if (s.statement_id) {
-        out += "; statement: ";
-        append_uint(out, *s.statement_id);
+        w.lit("; statement: ");
+        w.num(*s.statement_id);
     }
     if (s.result_sets > 0) {
-        out += "; result sets: ";
-        append_uint(out, s.result_sets);
+        w.lit("; result sets: ");
+        w.num(s.result_sets);
     }
-    out += "; rows: ";
-    append_uint(out, s.rows);
+    w.lit("; rows: ");
+    w.num(s.rows);
     if (s.affected_rows) {
-        out += "; affected: ";
-        append_uint(out, *s.affected_rows);
+        w.lit("; affected: ");
+        w.num(*s.affected_rows);
     }
-    out += "; bytes sent: ";
-    append_uint(out, s.bytes_sent);
-    out += "; bytes received: ";
-    append_uint(out, s.bytes_received);
+    w.lit("; bytes sent: ");
+    w.num(s.bytes_sent);
+    w.lit("; bytes received: ");
+    w.num(s.bytes_received);
+    w.flush();
     out += "; server wait: ";
     append_duration(out, s.server_wait_ns);
     out += "; total: ";

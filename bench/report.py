@@ -663,10 +663,9 @@ def why_lines(p, m, meta, seconds, pipe, probes, derived):
     if dropped:
         lines.append("Records were dropped (and counted) in some runs of " +
                      ", ".join(f"`{c}`" for c in dropped) + ": where the traced programs keep "
-                     "every CPU busy, the reader competes with them at nice 0 and falls behind, "
-                     "and the rings, rather than the traced programs, give way. "
-                     "`--reader-nice -10` gives the reader the CPU it needs for a complete "
-                     "trace, at the traced programs' expense.")
+                     "every CPU busy, the reader falls behind faster than raising its priority "
+                     "lets it catch up, and the rings, rather than the traced programs, give "
+                     "way. A larger `--ring-kib` gives it longer to catch up.")
     if not pipe["usdt_dropped"] and pipe["usdt_max"] and pipe["usdt_max"] < 1e6:
         lines.append(f"The USDT producer could fire only {pipe['usdt_max'] / 1e6:.2f}M/s on "
                      "one CPU (the trap cost bounds it), so the 1M/s goal cannot be reached "

@@ -5,6 +5,7 @@
 // lacks the end-of-command site, live output, the server exiting, --duration,
 // --reader-nice, errors, and `doctor --pid`.
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -216,20 +217,23 @@ TEST_P(ServerTrace, EndsCleanlyWhenTheServerExits) {
     EXPECT_NE(r.err.find("; traced process exited\n"), std::string::npos) << r.err;
 }
 
-// --reader-nice: the thread that reads the rings runs at that nice value
-// (field 19 of /proc/PID/task/TID/stat), the traced server at its own.
+// The nice value of a process's main thread (field 19 of
+// /proc/PID/task/TID/stat).
+int nice_of(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    // Fields after the command name, which is in parentheses.
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && rest >> field; i++) {
+    }
+    return std::stoi(field);
+}
+
+// --reader-nice: the thread that reads the rings runs at that nice value,
+// the traced server at its own.
 TEST_P(ServerTrace, ReaderNiceSetsTheReadersPriorityOnly) {
-    auto nice_of = [](pid_t pid) {
-        std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/stat");
-        std::string stat;
-        std::getline(in, stat);
-        // Fields after the command name, which is in parentheses.
-        std::istringstream rest(stat.substr(stat.rfind(')') + 2));
-        std::string field;
-        for (int i = 3; i <= 19 && rest >> field; i++) {
-        }
-        return std::stoi(field);
-    };
     auto tracer = start_server_tracer(*server_, {"--reader-nice", "-7", "--output", out_path_});
     int nice = 0;
     for (int i = 0; i < 100 && nice != -7; i++) {
@@ -245,6 +249,46 @@ TEST_P(ServerTrace, ReaderNiceSetsTheReadersPriorityOnly) {
                             "--reader-nice", "25"});
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
     EXPECT_NE(bad.err.find("--reader-nice"), std::string::npos) << bad.err;
+}
+
+// Without --reader-nice, a reader that falls behind (here: stopped while a
+// client keeps the server busy, so its 512 KiB rings fill) raises its
+// priority when it runs again, and says so at the end.
+TEST_P(ServerTrace, ReaderBehindRaisesItsPriorityAndSaysSo) {
+    std::atomic<bool> stop{false};
+    std::atomic<int> failures{0};
+    auto tracer = start_server_tracer(*server_, {"--ring-kib", "512", "--output", "/dev/null"});
+    std::thread load([&] {
+        MYSQL *l = connect();
+        while (!stop) {
+            failures += run_query(l, "select 1") != 0;
+        }
+        mysql_close(l);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_EQ(kill(tracer->pid(), SIGSTOP), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ASSERT_EQ(kill(tracer->pid(), SIGCONT), 0);
+    int nice = 0;
+    for (int i = 0; i < 100 && nice != -20; i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        nice = nice_of(tracer->pid());
+    }
+    // Woken with a ring full: straight to the highest step.
+    EXPECT_EQ(nice, -20);
+    EXPECT_EQ(nice_of(server_->pid()), 0);
+    stop = true;
+    load.join();
+    EXPECT_EQ(failures, 0);
+    auto r = tracer->stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(
+        r.err.find("mysqltrace: the reader fell behind 1 time and ran at up to nice -20 for "),
+        std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(" s to catch up (--reader-nice N fixes its priority)\n"),
+              std::string::npos)
+        << r.err;
 }
 
 // A mode whose events a format has no place for is refused, never dropped

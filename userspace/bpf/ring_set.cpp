@@ -8,6 +8,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "mysqltrace/abi/event.h"
@@ -75,6 +76,7 @@ Result<std::unique_ptr<RingSet>> RingSet::create(bpf_object *obj, const RingOpti
     set->reorder_ = std::make_unique<ReorderBuffer>(static_cast<size_t>(ncpus));
     set->stats_fd_ = bpf_map__fd(stats);
     const uint64_t size = ring_size(opts.bytes_per_cpu);
+    set->ring_bytes_ = size;
     for (int cpu = 0; cpu < ncpus; cpu++) {
         std::string name = "mt_ring" + std::to_string(cpu);
         int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, name.c_str(), 0, 0,
@@ -84,6 +86,7 @@ Result<std::unique_ptr<RingSet>> RingSet::create(bpf_object *obj, const RingOpti
                                       " KiB ring buffer for CPU " + std::to_string(cpu));
         }
         set->rings_.emplace_back(fd);
+        set->positions_.push_back(map_positions(fd));
         uint32_t key = static_cast<uint32_t>(cpu);
         int err = bpf_map_update_elem(bpf_map__fd(outer), &key, &fd, BPF_ANY);
         if (err != 0) {
@@ -106,6 +109,45 @@ RingSet::~RingSet() {
     if (rb_ != nullptr) {
         ring_buffer__free(rb_);
     }
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    for (const auto &p : positions_) {
+        for (const uint64_t *pos : {p.consumer, p.producer}) {
+            if (pos != nullptr) {
+                munmap(const_cast<uint64_t *>(pos), page);
+            }
+        }
+    }
+}
+
+// A ring map's first page holds the consumer position, the next one the
+// producer position (include/uapi/linux/bpf.h, BPF_MAP_TYPE_RINGBUF).
+// Without them fill() does not count this ring.
+RingSet::Positions RingSet::map_positions(int fd) {
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    void *consumer = mmap(nullptr, page, PROT_READ, MAP_SHARED, fd, 0);
+    void *producer = mmap(nullptr, page, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(page));
+    if (consumer == MAP_FAILED || producer == MAP_FAILED) {
+        for (void *m : {consumer, producer}) {
+            if (m != MAP_FAILED) {
+                munmap(m, page);
+            }
+        }
+        return {};
+    }
+    return {static_cast<const uint64_t *>(consumer), static_cast<const uint64_t *>(producer)};
+}
+
+double RingSet::fill() const {
+    uint64_t most = 0;
+    for (const auto &p : positions_) {
+        if (p.consumer == nullptr || p.producer == nullptr) {
+            continue;
+        }
+        const uint64_t consumer = __atomic_load_n(p.consumer, __ATOMIC_ACQUIRE);
+        const uint64_t producer = __atomic_load_n(p.producer, __ATOMIC_ACQUIRE);
+        most = std::max(most, producer - consumer);
+    }
+    return ring_bytes_ == 0 ? 0.0 : static_cast<double>(most) / static_cast<double>(ring_bytes_);
 }
 
 int RingSet::epoll_fd() const {

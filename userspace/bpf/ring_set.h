@@ -73,6 +73,9 @@ class RingSet {
     int epoll_fd() const;
     int cpu_count() const { return static_cast<int>(rings_.size()); }
     RingStats stats() const;
+    // The unread share (0 to 1) of the fullest ring now: how far the reader
+    // is behind its producers. 0 where a ring's positions could not be mapped.
+    double fill() const;
 
   private:
     RingSet(RecordSink sink, const RingOptions &opts) : sink_(std::move(sink)), opts_(opts) {}
@@ -83,6 +86,15 @@ class RingSet {
     RecordSink sink_;
     RingOptions opts_;
     std::vector<Fd> rings_;
+    // Each ring's consumer and producer positions, mapped read-only (the
+    // pages libbpf maps for itself; their layout is the kernel's ABI).
+    struct Positions {
+        const uint64_t *consumer = nullptr;
+        const uint64_t *producer = nullptr;
+    };
+    static Positions map_positions(int fd);
+    std::vector<Positions> positions_;
+    uint64_t ring_bytes_ = 0;
     ring_buffer *rb_ = nullptr;
     int stats_fd_ = -1;
     std::unique_ptr<ReorderBuffer> reorder_;

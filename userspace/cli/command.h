@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,7 @@ struct TraceArgs {
     uint64_t ring_kib = 4096;
     uint64_t rotate_size = 0;  // bytes; 0: --output is never rotated
     unsigned rotate_keep = 5;
-    int reader_nice = 0;
+    std::optional<int> reader_nice;  // unset: raised only while the reader is behind
 };
 
 // Registers --format (one of `formats`), --output, --duration, --ring-kib,

@@ -31,13 +31,15 @@ void add_trace_options(CLI::App *cmd, TraceArgs &args, const std::vector<std::st
         ->check(CLI::Range(0, 1000))
         ->capture_default_str();
     cmd->add_option("--reader-nice", args.reader_nice,
-                    "Scheduling priority (nice) of the thread that reads the ring buffers. By "
-                    "default it competes like any other thread, and on a machine whose CPUs the "
-                    "traced programs keep busy it falls behind and records are dropped (and "
-                    "counted) rather than slowing them; -10 gives it the CPU it needs for a "
-                    "complete trace, at the traced programs' expense")
-        ->check(CLI::Range(-20, 19))
-        ->capture_default_str();
+                    "Fixed scheduling priority (nice) of the thread that reads the ring buffers. "
+                    "By default it competes like any other thread while it keeps up, and raises "
+                    "its priority (to nice -10, then -20) only while it falls behind, when a "
+                    "ring buffer is a quarter full: on a machine whose CPUs the traced programs "
+                    "keep busy it would otherwise get too little CPU and drop records. The end "
+                    "of the trace says when that happened. A fixed value turns this off: 19 "
+                    "never takes CPU from the traced programs (records are dropped, and "
+                    "counted, instead)")
+        ->check(CLI::Range(-20, 19));
 }
 
 Result<std::unique_ptr<output::OutputFile>> open_trace_output(const TraceArgs &args,

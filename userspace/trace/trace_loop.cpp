@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "trace/trace_loop.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "bpf/handles.h"
+#include "trace/reader_priority.h"
 
 namespace mysqltrace::trace {
 
@@ -34,8 +37,7 @@ std::string drop_summary(const bpf::RingStats &st) {
     const uint64_t full = st.dropped - st.busy_drops;
     s += " (";
     if (full > 0) {
-        s += std::to_string(full) +
-             " with ring buffers full: raise --ring-kib, or --reader-nice -10 on a busy machine";
+        s += std::to_string(full) + " with ring buffers full: raise --ring-kib";
     }
     if (st.busy_drops > 0) {
         s += std::string(full > 0 ? "; " : "") + std::to_string(st.busy_drops) +
@@ -68,12 +70,10 @@ int pidfd_open(pid_t pid) {
     return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
 }
 
-Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &opts) {
-    // Linux keeps a nice value per thread: this one alone.
-    if (opts.reader_nice != 0 &&
-        setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), opts.reader_nice) != 0) {
-        return make_error(errno, "cannot set the reader's priority to nice " +
-                                     std::to_string(opts.reader_nice) + " (--reader-nice)");
+Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &opts,
+                                      ReaderPriority &priority) {
+    if (auto started = priority.start(); !started) {
+        return started.error();
     }
     const sigset_t mask = stop_signals();
     sigprocmask(SIG_BLOCK, &mask, nullptr);
@@ -155,6 +155,12 @@ Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &op
                 }
             }
         }
+        // Behind its producers? Asked before draining, when the rings show it.
+        double fill = rings.fill();
+        for (auto *more : opts.more_rings) {
+            fill = std::max(fill, more->fill());
+        }
+        priority.check(fill, bpf::monotonic_ns());
         // Drain without waiting: the rings' epoll set was polled above.
         auto polled = rings.poll(0);
         if (!polled) {
@@ -179,7 +185,18 @@ Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &op
 }  // namespace
 
 Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts) {
-    auto stop = loop_until_stopped(rings, opts);
+    // Linux keeps a nice value per thread: this one alone.
+    const auto tid = static_cast<id_t>(gettid());
+    errno = 0;
+    const int current = getpriority(PRIO_PROCESS, tid);
+    ReaderPriority priority(opts.reader_nice, errno == 0 ? current : 0, [tid](int nice) {
+        return setpriority(PRIO_PROCESS, tid, nice) == 0 ? 0 : errno;
+    });
+    auto stop = loop_until_stopped(rings, opts, priority);
+    priority.finish(bpf::monotonic_ns());
+    if (const std::string note = priority.note(); !note.empty()) {
+        std::fprintf(stderr, "%s\n", note.c_str());
+    }
     if (!stop || *stop == StopReason::targets_exited || opts.grace_ms <= 0) {
         return stop;
     }

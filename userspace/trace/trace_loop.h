@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 #include <sys/types.h>
@@ -34,9 +35,11 @@ struct LoopOptions {
     // the client has its reply, and a stop that a script sends on seeing the
     // reply would otherwise lose that statement.
     int grace_ms = 50;
-    // The reading thread's nice value, set when the loop starts (0: left as
-    // it is). Threads and processes started before keep their own.
-    int reader_nice = 0;
+    // The reading thread's nice value, set when the loop starts. Unset, the
+    // reader raises its priority only while it falls behind
+    // (trace/reader_priority.h). Threads and processes started before keep
+    // their own.
+    std::optional<int> reader_nice;
     // Further rings drained by the same loop (a server traced alongside the
     // clients: `client --server-pid`).
     std::vector<bpf::RingSet *> more_rings;

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The ring reader's priority: fixed with --reader-nice, otherwise raised
+// only while the rings show it behind, and back once it keeps up.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "trace/reader_priority.h"
+
+namespace mysqltrace::trace {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+struct Calls {
+    std::vector<int> set;
+    int fail = 0;  // errno to give
+    ReaderPriority::Setter setter() {
+        return [this](int nice) {
+            if (fail != 0) {
+                return fail;
+            }
+            set.push_back(nice);
+            return 0;
+        };
+    }
+};
+
+TEST(ReaderPriority, KeepingUpChangesNothing) {
+    Calls c;
+    ReaderPriority p({}, 0, c.setter());
+    ASSERT_TRUE(p.start().ok());
+    for (uint64_t t = 0; t < 100; t++) {
+        p.check(0.13, t * 100 * kMs);  // woken at an eighth, on time
+    }
+    p.finish(10'000 * kMs);
+    EXPECT_TRUE(c.set.empty());
+    EXPECT_EQ(p.note(), "");
+}
+
+TEST(ReaderPriority, RaisedWhileBehindThenBackAfterTenSecondsOfKeepingUp) {
+    Calls c;
+    ReaderPriority p({}, 0, c.setter());
+    ASSERT_TRUE(p.start().ok());
+    p.check(0.3, 1000 * kMs);  // a quarter: -10
+    EXPECT_EQ(p.nice(), -10);
+    p.check(0.6, 1100 * kMs);  // half: -20
+    EXPECT_EQ(p.nice(), -20);
+    p.check(0.3, 1200 * kMs);  // still behind: stays
+    p.check(0.1, 1300 * kMs);  // keeping up from here
+    p.check(0.15, 11200 * kMs);
+    EXPECT_EQ(p.nice(), -20);
+    p.check(0.1, 11300 * kMs);  // ten seconds of keeping up
+    EXPECT_EQ(p.nice(), 0);
+    EXPECT_EQ(c.set, (std::vector<int>{-10, -20, 0}));
+    EXPECT_EQ(p.raises(), 1u);
+    EXPECT_EQ(p.raised_ns(), 10300 * kMs);
+    // Behind again: a second raise; the calm period starts over each time.
+    p.check(0.25, 12000 * kMs);
+    p.check(0.1, 12100 * kMs);
+    p.check(0.2, 12500 * kMs);  // above 3/16: not calm
+    p.check(0.1, 12600 * kMs);
+    p.check(0.1, 22500 * kMs);
+    EXPECT_EQ(p.nice(), -10);
+    p.finish(22550 * kMs);  // the end of the trace puts it back
+    EXPECT_EQ(p.nice(), 0);
+    EXPECT_EQ(p.raises(), 2u);
+    EXPECT_EQ(p.raised_ns(), 10300 * kMs + 10550 * kMs);
+    EXPECT_EQ(p.note(),
+              "mysqltrace: the reader fell behind 2 times and ran at up to nice -20 for 20.9 s to "
+              "catch up (--reader-nice N fixes its priority)");
+}
+
+TEST(ReaderPriority, StartsFromTheThreadsOwnNice) {
+    Calls c;
+    ReaderPriority p({}, 5, c.setter());
+    p.check(0.3, kMs);
+    EXPECT_EQ(p.nice(), -10);
+    p.finish(2 * kMs);
+    EXPECT_EQ(c.set, (std::vector<int>{-10, 5}));
+}
+
+TEST(ReaderPriority, FixedValueIsSetOnceAndNeverAdapted) {
+    Calls c;
+    ReaderPriority p(19, 0, c.setter());
+    ASSERT_TRUE(p.start().ok());
+    p.check(0.9, kMs);
+    p.finish(2 * kMs);
+    EXPECT_EQ(c.set, (std::vector<int>{19}));
+    EXPECT_EQ(p.note(), "");
+}
+
+TEST(ReaderPriority, RefusedFixedValueIsAnError) {
+    Calls c;
+    c.fail = EACCES;
+    ReaderPriority p(-5, 0, c.setter());
+    auto r = p.start();
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("--reader-nice"), std::string::npos);
+}
+
+TEST(ReaderPriority, RefusedRaiseIsSaidOnceAndNotRetried) {
+    Calls c;
+    c.fail = EPERM;
+    ReaderPriority p({}, 0, c.setter());
+    ASSERT_TRUE(p.start().ok());
+    p.check(0.9, kMs);
+    c.fail = 0;
+    p.check(0.9, 2 * kMs);  // not tried again
+    EXPECT_TRUE(c.set.empty());
+    EXPECT_EQ(p.note(),
+              "mysqltrace: the reader fell behind and could not raise its priority (Operation "
+              "not permitted): records may be dropped; --reader-nice needs CAP_SYS_NICE");
+}
+
+}  // namespace
+}  // namespace mysqltrace::trace

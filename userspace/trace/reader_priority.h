@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The ring reader's scheduling priority. Given --reader-nice, it is fixed.
+// Without it the reader competes like any other thread while it keeps up,
+// and takes priority only while it falls behind: on a machine whose CPUs the
+// traced programs saturate (200 sysbench connections on 2 CPUs) a thread at
+// the default nice gets a slice too small for the ~8% of a core the reader
+// needs, and the rings overflow. Behind means the fullest ring holds a
+// quarter of its size when the reader wakes (it is woken at an eighth); the
+// work it then does is due anyway, only sooner.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "util/result.h"
+
+namespace mysqltrace::trace {
+
+class ReaderPriority {
+  public:
+    // set(nice) changes the calling thread's nice value; 0 or an errno.
+    using Setter = std::function<int(int nice)>;
+    // Unset `fixed`: adaptive, starting from the thread's current nice.
+    ReaderPriority(std::optional<int> fixed, int current_nice, Setter set);
+
+    // Applies a fixed value; an error names --reader-nice.
+    Result<void> start();
+    // At each wakeup, before draining: the fullest ring's unread share.
+    void check(double fill, uint64_t now_ns);
+    // Back to where it started (end of the trace).
+    void finish(uint64_t now_ns);
+
+    int nice() const { return nice_; }
+    unsigned raises() const { return raises_; }
+    uint64_t raised_ns() const { return raised_ns_; }
+    // One line for the end of a trace when the reader had to raise its
+    // priority (or could not); empty otherwise.
+    std::string note() const;
+
+    static constexpr double kBehind = 0.25;       // -> kRaised
+    static constexpr double kFarBehind = 0.5;     // -> kHighest
+    static constexpr double kKeepingUp = 0.1875;  // for kCalmNs: back to the start
+    static constexpr int kRaised = -10;
+    static constexpr int kHighest = -20;
+    // A machine saturated once tends to stay so: raised priority costs
+    // nothing while there is nothing to read, falling behind again does.
+    static constexpr uint64_t kCalmNs = 10'000'000'000;
+
+  private:
+    void set(int nice, uint64_t now_ns);
+
+    std::optional<int> fixed_;
+    int base_;
+    int nice_;
+    Setter set_;
+    unsigned raises_ = 0;
+    uint64_t raised_since_ = 0;  // 0: at base
+    uint64_t raised_ns_ = 0;
+    uint64_t calm_since_ = 0;  // 0: not calm
+    int highest_ = 0;
+    int failed_errno_ = 0;  // raising was refused (no CAP_SYS_NICE)
+};
+
+}  // namespace mysqltrace::trace

@@ -141,11 +141,25 @@ struct {
     __type(value, struct scratch_slot);
 } scratch SEC(".maps");
 
-static __always_inline int traced(__u32 tgid)
+// 0 until userspace has attached every program, then 1: the capture starts
+// at one instant. Attaching is one syscall per tracepoint, and a tracer that
+// loses its CPU between sys_exit_recvfrom and sys_exit_sendto saw the replies
+// of connections open before the trace without their commands, judged them
+// not MySQL and stopped copying them for good.
+volatile __u8 capture_started;
+
+// A process the trace is for (the pid filter alone).
+static __always_inline int selected(__u32 tgid)
 {
     if (single_tgid)
         return tgid == single_tgid;
     return bpf_map_lookup_elem(&mt_pids, &tgid) != 0;
+}
+
+// A process whose calls are recorded now.
+static __always_inline int traced(__u32 tgid)
+{
+    return selected(tgid) && capture_started;
 }
 
 // A no-op the verifier knows (kernel 6.2+): `obj` becomes a read-only
@@ -624,7 +638,8 @@ int BPF_PROG(client_fork, struct task_struct *parent, struct task_struct *child)
     __u8 one = 1;
     void *ring;
 
-    if (!follow_forks || ptgid == ctgid || !traced(ptgid))
+    // selected(): the filter follows forks made while the programs attach.
+    if (!follow_forks || ptgid == ctgid || !selected(ptgid))
         return 0;
     bpf_map_update_elem(&mt_pids, &ctgid, &one, BPF_ANY);
     ev = mt_reserve(&ring, MT_EV_PROC, sizeof(*ev));
@@ -645,7 +660,7 @@ int BPF_PROG(client_exit, struct task_struct *task)
     void *ring;
 
     bpf_map_delete_elem(&tls_calls, &tid);
-    if (tid != tgid || !traced(tgid))
+    if (tid != tgid || !selected(tgid))
         return 0;
     bpf_map_delete_elem(&mt_pids, &tgid);
     ev = mt_reserve(&ring, MT_EV_PROC, sizeof(*ev));

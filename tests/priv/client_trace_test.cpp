@@ -339,6 +339,82 @@ TEST_P(ClientTrace, SysbenchCommandsMatchItsOwnCount) {
     }
 }
 
+// sysbench already running when the tracer attaches, and a tracer slow to
+// attach (MYSQLTRACE_ATTACH_PAUSE_MS: 50 ms after each syscall tracepoint,
+// as when it loses its CPU there): both connections are joined at their next
+// command. When each tracepoint recorded from its own attachment on, the
+// replies read between sys_exit_recvfrom's and sys_exit_sendto's made the
+// connections look like something else, and the trace ended with
+// "0 connections".
+TEST_P(ClientTrace, SysbenchAttachedMidRunWhileProbesAttachSlowly) {
+    ASSERT_TRUE(server_->query("CREATE DATABASE IF NOT EXISTS sbtest").ok());
+    ASSERT_TRUE(server_->query("DROP TABLE IF EXISTS sbtest.sbtest1").ok());
+    const std::vector<std::string> common = server_->sysbench_point_select(1000);
+    auto prep = common;
+    prep.push_back("prepare");
+    auto p = run_command(prep);
+    ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+
+    // 2000 queries a second: ~50 replies per connection in each pause.
+    auto run = common;
+    for (const char *a : {"--threads=2", "--rate=2000", "--time=5", "run"}) {
+        run.push_back(a);
+    }
+    GatedClient client(run);
+    client.open_gate();
+    std::string report;
+    for (std::string line; (line = client.read_line()) != "<eof>";) {
+        report += line + "\n";
+        if (line == "Threads started!") {
+            break;
+        }
+    }
+    ASSERT_NE(report.find("Threads started!"), std::string::npos) << report;
+    BackgroundCommand tracer({"/usr/bin/env", "MYSQLTRACE_ATTACH_PAUSE_MS=50", MYSQLTRACE_BINARY,
+                              "client", "--pid", std::to_string(client.pid()), "--summary-only",
+                              "--format", "json", "--output", out_});
+    ASSERT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop"));
+    for (std::string line; (line = client.read_line()) != "<eof>";) {
+        report += line + "\n";
+    }
+    EXPECT_EQ(client.finish(), 0) << report;
+    auto r = tracer.wait();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+
+    std::map<std::string, long> commands;
+    std::set<uint64_t> conns;
+    long summaries = 0;
+    long executes_not_one_row = 0;
+    for (const auto &j : mysqltrace::test::read_json_lines(out_)) {
+        if (j["kind"] != "protocol_command") {
+            continue;
+        }
+        summaries++;
+        commands[j["command"].get<std::string>()]++;
+        conns.insert(j["conn"].get<uint64_t>());
+        if (j["command"] == "COM_STMT_EXECUTE" && j["rows"] != 1) {
+            executes_not_one_row++;
+        }
+    }
+    std::string seen;
+    for (const auto &[cmd, n] : commands) {
+        seen += cmd + "=" + std::to_string(n) + " ";
+    }
+    SCOPED_TRACE(seen);
+    EXPECT_EQ(conns.size(), 2u);
+    EXPECT_EQ(commands["COM_STMT_PREPARE"], 0);  // made before the trace
+    EXPECT_EQ(commands["COM_QUIT"], 2);
+    EXPECT_EQ(executes_not_one_row, 0);
+    // Each connection is joined at its next command: the 5 s run leaves
+    // about 3 s of 2000 queries a second to see.
+    EXPECT_GT(commands["COM_STMT_EXECUTE"], 2000);
+    EXPECT_NE(r.err.find("mysqltrace: 2 connections, " + std::to_string(summaries) + " commands, "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(" 0 records dropped; traced process exited\n"), std::string::npos)
+        << r.err;
+}
+
 // TLS: the socket carries TLS records, the cleartext comes from uprobes on
 // the client's TLS library (GnuTLS for libmariadb, OpenSSL for the CLI).
 class ClientTraceTls : public ClientTrace {

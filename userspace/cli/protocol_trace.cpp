@@ -295,6 +295,10 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
     if (ts.bytes_not_copied > 0) {
         totals += " (" + std::to_string(ts.bytes_not_copied) + " beyond --snaplen)";
     }
+    if (ts.ignored_sockets > 0) {
+        // A trace that found no connection says what it did see.
+        totals += ", " + std::to_string(ts.ignored_sockets) + " sockets judged not MySQL";
+    }
     if (join) {
         totals += ", " + std::to_string(join->statements()) + " server statements (" +
                   std::to_string(join->joined()) + " joined to their client span)";

@@ -2,7 +2,10 @@
 #include "client/socket_capture.h"
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include <bpf/bpf.h>
 
@@ -14,6 +17,18 @@
 #include "proc/maps.h"
 
 namespace mysqltrace::client {
+
+namespace {
+
+// MYSQLTRACE_ATTACH_PAUSE_MS in the environment: a pause after each syscall
+// tracepoint is attached. Tests use it to widen the time in which some of
+// them are attached and others not, as a tracer that loses its CPU there.
+std::chrono::milliseconds attach_pause() {
+    const char *v = std::getenv("MYSQLTRACE_ATTACH_PAUSE_MS");
+    return std::chrono::milliseconds(v != nullptr ? std::atoi(v) : 0);
+}
+
+}  // namespace
 
 Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOptions &opts,
                                                              CaptureSinks sinks) {
@@ -76,12 +91,18 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
             return make_error(errno, "cannot add pid " + std::to_string(pid) + " to the filter");
         }
     }
+    // The programs record nothing until capture_started is set below, once
+    // all of them are attached.
+    const auto pause = attach_pause();
     for (const auto &[p, id] : syscalls.per_syscall) {
         auto l = bpf::attach_tracepoint_id(p, id);
         if (!l) {
             return l.error();
         }
         c->links_.emplace_back(*l);
+        if (pause.count() > 0) {
+            std::this_thread::sleep_for(pause);
+        }
     }
     if (int err = ::client::attach(c->skel_); err != 0) {
         return make_error(err, "cannot attach the socket syscall tracepoints");
@@ -107,6 +128,8 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
             }
         }
     }
+    // Every probe is in place: the capture starts, for all calls at once.
+    __atomic_store_n(&c->skel_->bss->capture_started, 1, __ATOMIC_RELEASE);
     return c;
 }
 

@@ -2,6 +2,7 @@
 #include "agent/agent.h"
 
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -28,6 +29,7 @@
 #include "doctor/trace_plan.h"
 #include "server/hooks.h"
 #include "server/server_target.h"
+#include "trace/reader_priority.h"
 #include "trace/trace_loop.h"
 
 namespace mysqltrace::agent {
@@ -418,6 +420,14 @@ Result<void> Agent::run() {
     const uint64_t end =
         opts_.duration_s > 0 ? start + static_cast<uint64_t>(opts_.duration_s * 1e9) : UINT64_MAX;
     uint64_t next_tick = start + 1'000'000'000;
+    // This thread drains every server's rings: it takes priority only while
+    // it falls behind (trace/reader_priority.h).
+    const auto tid = static_cast<id_t>(gettid());
+    errno = 0;
+    const int nice = getpriority(PRIO_PROCESS, tid);
+    trace::ReaderPriority priority({}, errno == 0 ? nice : 0, [tid](int n) {
+        return setpriority(PRIO_PROCESS, tid, n) == 0 ? 0 : errno;
+    });
     bool stop = false;
     const char *stop_why = "agent stopped";
     while (!stop) {
@@ -461,6 +471,16 @@ Result<void> Agent::run() {
                 exited.push_back((tag - kServerBase) / 2);
             }
         }
+        double fill = 0;
+        for (const auto &[serial, a] : attached_) {
+            fill = std::max(fill, a.server->ring_fill());
+        }
+        const int was = priority.nice();
+        priority.check(fill, bpf::monotonic_ns());
+        if (priority.nice() != was) {
+            say("reader " + std::string(priority.nice() < was ? "behind its rings" : "keeping up") +
+                ": now at nice " + std::to_string(priority.nice()));
+        }
         drain_all();
         for (uint64_t serial : exited) {
             detach(serial, "server exited");
@@ -487,6 +507,10 @@ Result<void> Agent::run() {
     }
     while (!attached_.empty()) {
         detach(attached_.begin()->first, stop_why);
+    }
+    priority.finish(bpf::monotonic_ns());
+    if (const std::string note = priority.note(false); !note.empty()) {
+        say(note.substr(std::string("mysqltrace: ").size()));
     }
     say(std::string("agent stopped (") + stop_why + "): " + std::to_string(attached_total_) +
         " server(s) attached, " + std::to_string(refused_.size()) +

@@ -92,6 +92,7 @@ class TracedServer {
     const server::StatementTracer &tracer() const { return *tracer_; }
     // Its rings' counters (drops, records); one BPF map read.
     bpf::RingStats ring_stats() const { return tracer_->rings().stats(); }
+    double ring_fill() const { return tracer_->rings().fill(); }
     // Lock waits are traced (TracedServerOptions::locks).
     bool locks() const { return locks_ != nullptr; }
     // The lock waits open now, each with its blockers; `now_ns` on

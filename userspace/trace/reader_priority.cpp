@@ -73,11 +73,11 @@ void ReaderPriority::finish(uint64_t now_ns) {
     }
 }
 
-std::string ReaderPriority::note() const {
+std::string ReaderPriority::note(bool hint) const {
     if (failed_errno_ != 0) {
         return "mysqltrace: the reader fell behind and could not raise its priority (" +
-               std::string(std::strerror(failed_errno_)) +
-               "): records may be dropped; --reader-nice needs CAP_SYS_NICE";
+               std::string(std::strerror(failed_errno_)) + "): records may be dropped" +
+               (hint ? "; --reader-nice needs CAP_SYS_NICE" : "");
     }
     if (raises_ == 0) {
         return "";
@@ -86,7 +86,7 @@ std::string ReaderPriority::note() const {
                     (raises_ == 1 ? " time" : " times") + " and ran at up to nice " +
                     std::to_string(highest_) + " for ";
     output::append_fixed(s, raised_ns_, 1'000'000'000, 1);
-    return s + " s to catch up (--reader-nice N fixes its priority)";
+    return s + " s to catch up" + (hint ? " (--reader-nice N fixes its priority)" : "");
 }
 
 }  // namespace mysqltrace::trace

@@ -36,8 +36,8 @@ class ReaderPriority {
     unsigned raises() const { return raises_; }
     uint64_t raised_ns() const { return raised_ns_; }
     // One line for the end of a trace when the reader had to raise its
-    // priority (or could not); empty otherwise.
-    std::string note() const;
+    // priority (or could not); empty otherwise. `hint`: how to fix it.
+    std::string note(bool hint = true) const;
 
     static constexpr double kBehind = 0.25;       // -> kRaised
     static constexpr double kFarBehind = 0.5;     // -> kHighest

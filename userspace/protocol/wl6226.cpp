@@ -21,6 +21,61 @@ namespace {
 constexpr uint64_t kAssumedCaps = cap::protocol_41 | cap::transactions | cap::secure_connection |
                                   cap::plugin_auth | cap::multi_results | cap::ps_multi_results;
 
+// Events are built in these, in turn, and reused with their buffers: one set
+// per thread serves every tracer on it, so that a new connection's first
+// events allocate nothing either.
+struct EventPool {
+    static constexpr size_t kSlots = 4;
+    ProtocolEvent slots[kSlots];
+    size_t next = 0;
+    std::vector<std::string> spare_lines;  // empty, with their buffers
+    std::string scratch_line;              // add_line's with event_contents off
+};
+
+EventPool &event_pool() {
+    thread_local EventPool pool;
+    return pool;
+}
+
+// Clears ev for reuse; a few of its lines' buffers go to pool.spare_lines.
+void recycle_event(EventPool &pool, ProtocolEvent &ev) {
+    // Every field of ProtocolEvent (event.h), back to its default.
+    ev.command.reset();
+    ev.command_name.clear();
+    ev.sql.reset();
+    ev.sql_bytes.reset();
+    ev.statement_id.reset();
+    ev.query_attributes.clear();
+    ev.bytes.reset();
+    ev.seq.reset();
+    ev.truncated = false;
+    ev.packet.clear();
+    ev.packet_redacted = false;
+    ev.error_code.reset();
+    ev.sqlstate.clear();
+    ev.error_message.clear();
+    ev.affected_rows.reset();
+    ev.last_insert_id.reset();
+    ev.warnings.reset();
+    ev.status_flags.reset();
+    ev.column_count.reset();
+    ev.row_count.reset();
+    ev.auth_plugin.clear();
+    ev.user.clear();
+    ev.database.clear();
+    ev.server_version.clear();
+    ev.server_connection_id.reset();
+    for (std::string &line : ev.details) {
+        if (pool.spare_lines.size() >= 16) {
+            break;
+        }
+        line.clear();
+        pool.spare_lines.push_back(std::move(line));
+    }
+    ev.details.clear();
+    ev.from_library = false;
+}
+
 }  // namespace
 
 ConnectionTracer::ConnectionTracer(uint64_t conn, TracerOptions options, EventCallback on_event,
@@ -74,7 +129,7 @@ void ConnectionTracer::on_connect(uint64_t ts_ns, uint32_t pid, uint32_t tid) {
     socket_client_.resync();
     socket_server_.resync();
     Ctx ctx{ts_ns, pid, tid};
-    ProtocolEvent ev = make_event(TraceEvent::connecting, Stage::connecting, ts_ns, ctx);
+    ProtocolEvent &ev = make_event(TraceEvent::connecting, Stage::connecting, ts_ns, ctx);
     emit(ev);
 }
 
@@ -83,7 +138,7 @@ void ConnectionTracer::on_connected(uint64_t ts_ns, uint32_t pid, uint32_t tid) 
         return;
     }
     Ctx ctx{ts_ns, pid, tid};
-    ProtocolEvent ev = make_event(TraceEvent::connected, Stage::connecting, ts_ns, ctx);
+    ProtocolEvent &ev = make_event(TraceEvent::connected, Stage::connecting, ts_ns, ctx);
     emit(ev);
     stage_ = Stage::wait_for_init_packet;
 }
@@ -110,7 +165,7 @@ void ConnectionTracer::feed(Direction dir, Source src, const uint8_t *data, size
             socket_client_.desync();
             socket_server_.desync();
             if (synced_ && stage_ == Stage::ssl_negotiation) {
-                ProtocolEvent ev =
+                ProtocolEvent &ev =
                     make_event(TraceEvent::ssl_connected, Stage::ssl_negotiation, ts_ns, ctx);
                 emit(ev);
                 stage_ = Stage::authenticate;
@@ -341,7 +396,7 @@ void ConnectionTracer::finish_cut_file(CutUpload &u, uint64_t unframed, bool end
     PendingCommand *h = head();
     Ctx ctx{u.ts_last_ns, u.pid, u.tid};
     const uint64_t sent = (u.packet ? u.packet->wire_bytes : 0) + unframed;
-    ProtocolEvent ev = make_event(TraceEvent::send_file, Stage::file_request, u.ts_lost_ns, ctx);
+    ProtocolEvent &ev = make_event(TraceEvent::send_file, Stage::file_request, u.ts_lost_ns, ctx);
     ev.truncated = true;
     if (h != nullptr) {
         ev.command = h->code;
@@ -350,20 +405,20 @@ void ConnectionTracer::finish_cut_file(CutUpload &u, uint64_t unframed, bool end
             h->summary.bytes_sent += sent;
         }
     }
-    ev.details.push_back(
-        "file data whose packet framing the capture lost: " + std::to_string(sent) +
-        (u.exact ? " bytes, packet headers included" : " bytes on the wire, compressed"));
+    add_line(ev, "file data whose packet framing the capture lost: ", sent,
+             u.exact ? " bytes, packet headers included" : " bytes on the wire, compressed");
+    const std::optional<uint8_t> command = ev.command;
     emit(ev);
-    ProtocolEvent done =
+    ProtocolEvent &done =
         make_event(TraceEvent::packet_sent, Stage::file_request, u.ts_last_ns, ctx);
-    done.command = ev.command;
+    done.command = command;
     if (h != nullptr) {
         done.command_name = h->summary.command_name;
     }
     done.truncated = true;
-    done.details.push_back("data sent: " + std::to_string(sent) + " bytes");
+    add_line(done, "data sent: ", sent, " bytes");
     if (ended) {
-        done.details.push_back("File transfer done");
+        add_line(done, "File transfer done");
     }
     emit(done);
     if (ended) {
@@ -455,16 +510,21 @@ void ConnectionTracer::on_error(uint64_t ts_ns, uint32_t pid, uint32_t tid, int 
         return;
     }
     Ctx ctx{ts_ns, pid, tid};
-    ProtocolEvent ev = make_event(TraceEvent::error, stage_, ts_ns, ctx);
+    ProtocolEvent &ev = make_event(TraceEvent::error, stage_, ts_ns, ctx);
     ev.sqlstate = std::string(sqlstate);
     ev.error_message = std::string(message);
     if (code > 0) {
         ev.error_code = static_cast<uint16_t>(code);
-        ev.details.push_back("Client error " + std::to_string(code) +
-                             (sqlstate.empty() ? "" : " (" + std::string(sqlstate) + ")") + ": " +
-                             std::string(message));
+        std::string &line = add_line(ev, "Client error ", code);
+        if (!sqlstate.empty()) {
+            detail::append_part(line, " (");
+            detail::append_part(line, sqlstate);
+            detail::append_part(line, ')');
+        }
+        detail::append_part(line, ": ");
+        detail::append_part(line, message);
     } else {
-        ev.details.push_back("Client error: " + std::string(message));
+        add_line(ev, "Client error: ", message);
     }
     emit(ev);
 }
@@ -490,9 +550,9 @@ void ConnectionTracer::on_close(uint64_t ts_ns, uint32_t pid, uint32_t tid) {
     }
     flush_commands(CommandResult::incomplete, ts_ns);
     Ctx ctx{ts_ns, pid, tid};
-    ProtocolEvent ev = make_event(TraceEvent::disconnected, stage_, ts_ns, ctx);
+    ProtocolEvent &ev = make_event(TraceEvent::disconnected, stage_, ts_ns, ctx);
     if (!synced_) {
-        ev.details.push_back("connection was not in sync when it closed");
+        add_line(ev, "connection was not in sync when it closed");
     }
     emit(ev);
     stage_ = Stage::disconnected;
@@ -501,29 +561,41 @@ void ConnectionTracer::on_close(uint64_t ts_ns, uint32_t pid, uint32_t tid) {
 // ---------------------------------------------------------------------------
 // Events
 
-ProtocolEvent ConnectionTracer::make_event(TraceEvent event, Stage stage, uint64_t ts_ns,
-                                           const Ctx &ctx) {
-    ProtocolEvent ev;
+std::string &ConnectionTracer::new_line(ProtocolEvent &ev) {
+    EventPool &pool = event_pool();
+    if (!options_.event_contents) {
+        pool.scratch_line.clear();
+        return pool.scratch_line;
+    }
+    if (pool.spare_lines.empty()) {
+        return ev.details.emplace_back();
+    }
+    std::string &line = ev.details.emplace_back(std::move(pool.spare_lines.back()));
+    pool.spare_lines.pop_back();
+    return line;
+}
+
+ProtocolEvent &ConnectionTracer::make_event(TraceEvent event, Stage stage, uint64_t ts_ns,
+                                            const Ctx &ctx) {
+    EventPool &pool = event_pool();
+    ProtocolEvent &ev = pool.slots[pool.next];
+    pool.next = (pool.next + 1) % EventPool::kSlots;
+    recycle_event(pool, ev);
     ev.conn = conn_;
     ev.ts_ns = ts_ns;
     ev.pid = ctx.pid;
     ev.tid = ctx.tid;
     ev.stage = stage;
     ev.event = event;
-    ev.details.swap(spare_details_);
-    if (spare_name_.capacity() > ev.command_name.capacity()) {
-        ev.command_name = std::move(spare_name_);
-        spare_name_.clear();
-    }
     if (server_conn_id_ != 0) {
         ev.server_connection_id = server_conn_id_;
     }
     return ev;
 }
 
-ProtocolEvent ConnectionTracer::packet_event(TraceEvent event, Stage stage, const Packet &p,
-                                             const Ctx &ctx, uint64_t ts_ns) {
-    ProtocolEvent ev = make_event(event, stage, ts_ns, ctx);
+ProtocolEvent &ConnectionTracer::packet_event(TraceEvent event, Stage stage, const Packet &p,
+                                              const Ctx &ctx, uint64_t ts_ns) {
+    ProtocolEvent &ev = make_event(event, stage, ts_ns, ctx);
     ev.bytes = p.length;
     ev.seq = p.seq;
     ev.truncated = p.truncated() || !p.length_known;
@@ -531,7 +603,7 @@ ProtocolEvent ConnectionTracer::packet_event(TraceEvent event, Stage stage, cons
 }
 
 void ConnectionTracer::attach_packet(ProtocolEvent &ev, const Packet &p, bool secret) {
-    if (!options_.keep_packets) {
+    if (!options_.keep_packets || !options_.event_contents) {
         return;
     }
     // What answers a statement with secrets may quote them (a column named
@@ -548,7 +620,9 @@ void ConnectionTracer::attach_packet(ProtocolEvent &ev, const Packet &p, bool se
 
 void ConnectionTracer::emit(ProtocolEvent &ev) {
     if (!pending_note_.empty()) {
-        ev.details.insert(ev.details.begin(), std::move(pending_note_));
+        if (options_.event_contents) {
+            ev.details.insert(ev.details.begin(), std::move(pending_note_));
+        }
         pending_note_.clear();
     }
     if (ev.ts_ns < last_ts_) {
@@ -561,16 +635,6 @@ void ConnectionTracer::emit(ProtocolEvent &ev) {
     ++stats_.events;
     if (on_event_) {
         on_event_(ev);
-    }
-    // An emitted event's lines and command name are done with: the next
-    // event takes their buffers.
-    if (ev.details.capacity() > spare_details_.capacity()) {
-        ev.details.clear();
-        spare_details_.swap(ev.details);
-    }
-    if (ev.command_name.capacity() > spare_name_.capacity()) {
-        spare_name_ = std::move(ev.command_name);
-        spare_name_.clear();
     }
 }
 

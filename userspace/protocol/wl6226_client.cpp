@@ -304,9 +304,7 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
     sum.tid = ctx.tid;
     sum.ts_start_ns = p.ts_first_ns;
     sum.command = cmd->code;
-    sum.command_name = cmd->name;
     sum.statement_id = cmd->statement_id;
-    sum.query_attributes = cmd->attributes;
     sum.bytes_sent = p.wire_bytes;
 
     bool secret = cmd->code == com::change_user;
@@ -327,12 +325,6 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
         // Everything after the command byte and any attribute block.
         sql_bytes = p.length - (p.payload.size() - sql_captured);
     }
-    sum.sql = sql;
-    sum.sql_bytes = sql_bytes;
-    if (stmt != nullptr && !sql) {
-        sum.sql = stmt->sql;
-        sum.sql_bytes = stmt->sql_bytes;
-    }
     if (stmt != nullptr) {
         // Long data belongs to the next execute; a reset discards it.
         if (cmd->code == com::stmt_send_long_data) {
@@ -348,13 +340,20 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
     ProtocolEvent &ev =
         packet_event(TraceEvent::send_command, Stage::ready_for_command, p, ctx, p.ts_first_ns);
     ev.command = cmd->code;
-    ev.sql = std::move(sql);
     ev.sql_bytes = sql_bytes;
     ev.statement_id = cmd->statement_id;
     if (options_.event_contents) {
+        ev.sql = sql;
         ev.command_name = cmd->name;
         ev.query_attributes = cmd->attributes;
         describe_command(ev, *cmd, p, stmt);
+    }
+    if (stmt != nullptr && !sql) {
+        sum.sql = stmt->sql;
+        sum.sql_bytes = stmt->sql_bytes;
+    } else {
+        sum.sql = std::move(sql);
+        sum.sql_bytes = sql_bytes;
     }
     attach_packet(ev, p, secret);
 
@@ -381,6 +380,9 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
                  " bytes (the capture lost where it ends)");
     }
     emit(sent);
+    // The events are done with the command's name and attributes.
+    sum.command_name = std::move(cmd->name);
+    sum.query_attributes = std::move(cmd->attributes);
 
     if (has_no_reply(cmd->code)) {
         sum.result = CommandResult::no_reply;

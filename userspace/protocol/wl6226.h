@@ -44,7 +44,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -283,7 +282,10 @@ class ConnectionTracer {
     bool change_user_auth_ = false;
 
     // Commands and the reply being read.
-    std::deque<PendingCommand> commands_;
+    // A Fifo, not a std::deque: a deque node holds one PendingCommand, so
+    // each command would allocate one. A pointer to the head stays valid
+    // until the next command is queued.
+    Fifo<PendingCommand> commands_;
     uint64_t col_remaining_ = 0;
     uint64_t param_remaining_ = 0;
     uint16_t prep_columns_ = 0;

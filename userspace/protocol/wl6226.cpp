@@ -30,6 +30,9 @@ struct EventPool {
     size_t next = 0;
     std::vector<std::string> spare_lines;  // empty, with their buffers
     std::string scratch_line;              // add_line's with event_contents off
+    // Every READ_PACKET: it carries no more than its command (and a pending
+    // note), so only those are cleared.
+    ProtocolEvent read_packet;
 };
 
 EventPool &event_pool() {
@@ -587,6 +590,24 @@ ProtocolEvent &ConnectionTracer::make_event(TraceEvent event, Stage stage, uint6
     ev.tid = ctx.tid;
     ev.stage = stage;
     ev.event = event;
+    if (server_conn_id_ != 0) {
+        ev.server_connection_id = server_conn_id_;
+    }
+    return ev;
+}
+
+ProtocolEvent &ConnectionTracer::read_packet_event(Stage stage, const Ctx &ctx) {
+    ProtocolEvent &ev = event_pool().read_packet;
+    ev.conn = conn_;
+    ev.ts_ns = last_ts_;
+    ev.pid = ctx.pid;
+    ev.tid = ctx.tid;
+    ev.stage = stage;
+    ev.event = TraceEvent::read_packet;
+    ev.command.reset();
+    ev.command_name.clear();
+    ev.details.clear();
+    ev.server_connection_id.reset();
     if (server_conn_id_ != 0) {
         ev.server_connection_id = server_conn_id_;
     }

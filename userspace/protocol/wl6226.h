@@ -199,6 +199,9 @@ class ConnectionTracer {
     ProtocolEvent &make_event(TraceEvent event, Stage stage, uint64_t ts_ns, const Ctx &ctx);
     ProtocolEvent &packet_event(TraceEvent event, Stage stage, const Packet &p, const Ctx &ctx,
                                 uint64_t ts_ns);
+    // READ_PACKET, timestamped when the previous event happened: only the
+    // command is left to set.
+    ProtocolEvent &read_packet_event(Stage stage, const Ctx &ctx);
     void attach_packet(ProtocolEvent &ev, const Packet &p, bool secret);
     void emit(ProtocolEvent &ev);
     // Appends a detail line to ev made of parts (strings or integers) and

@@ -94,11 +94,12 @@ void ConnectionTracer::handle_server_packet(Packet &p, const Ctx &ctx) {
         h = head();
     }
     const Stage st = stage_;
-    // READ_PACKET carries no more than its command.
-    ProtocolEvent &rp = make_event(TraceEvent::read_packet, st, last_ts_, ctx);
+    ProtocolEvent &rp = read_packet_event(st, ctx);
     if (h != nullptr) {
         rp.command = h->code;
-        rp.command_name = h->summary.command_name;
+        if (options_.event_contents) {
+            rp.command_name = h->summary.command_name;
+        }
     }
     emit(rp);
 

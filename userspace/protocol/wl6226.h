@@ -193,9 +193,9 @@ class ConnectionTracer {
     void finish_prepare();
     void infer_deprecate_eof(const Packet &p);
 
-    // The next of the thread's event objects (wl6226.cpp), cleared: it stays
-    // valid until three more events are made on the thread, by any tracer
-    // (no handler holds one longer).
+    // The next of the thread's event objects (wl6226_events.cpp), cleared:
+    // it stays valid until three more events are made on the thread, by any
+    // tracer (no handler holds one longer).
     ProtocolEvent &make_event(TraceEvent event, Stage stage, uint64_t ts_ns, const Ctx &ctx);
     ProtocolEvent &packet_event(TraceEvent event, Stage stage, const Packet &p, const Ctx &ctx,
                                 uint64_t ts_ns);

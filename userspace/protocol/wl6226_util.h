@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Small formatting helpers shared by the parts of the stage machine
 // (wl6226.cpp: the connection; wl6226_client.cpp: what the client sends;
-// wl6226_server.cpp: replies).
+// wl6226_server.cpp: replies; wl6226_events.cpp: building and emitting
+// events).
 #pragma once
 
 #include "util/hex.h"

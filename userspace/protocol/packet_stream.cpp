@@ -183,6 +183,9 @@ size_t PacketStream::pending_bytes() const {
 }
 
 void PacketStream::recycle(Packet &p) {
+    if (p.payload.capacity() == 0) {
+        return;
+    }
     // Big buffers are not kept: a stream holds at most a few KiB spare.
     if (p.payload.capacity() > spare_.capacity() && p.payload.capacity() <= kBufferMax) {
         spare_.swap(p.payload);

@@ -179,7 +179,7 @@ void ConnectionTracer::handle_auth_client_packet(Packet &p, const Ctx &ctx) {
         return;
     }
 
-    auto hr = decode_handshake_response(p.payload);
+    auto hr = decode_handshake_response(p.payload, options_.event_contents);
     auto announce = [&](const std::string &plugin) {
         if (plugin.empty() || plugin == announced_plugin_) {
             return;

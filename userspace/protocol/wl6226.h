@@ -75,6 +75,8 @@ struct TracerOptions {
     bool event_contents = true;
 };
 
+// The event is the tracer's (reused for later events): valid only during
+// the call; a consumer that keeps it copies it.
 using EventCallback = std::function<void(const ProtocolEvent &)>;
 using SummaryCallback = std::function<void(const CommandSummary &)>;
 

@@ -3,9 +3,11 @@
 // machine, on the recorded sessions of tests/data/protocol, with and without
 // rendering text. Prints one markdown table; no assertions (a benchmark, not
 // a test).
-//   decoder_bench [SECONDS_PER_CASE] [--passes N] [--decode-only]
+//   decoder_bench [SECONDS_PER_CASE] [--passes N] [--decode-only] [--summary-only]
 // --passes runs exactly N passes over the sessions per case instead of timing
 // (for callgrind, which then collects inside run_case() only).
+// --summary-only runs only the case of `mysqltrace client --summary-only`:
+// events counted but not read (TracerOptions::event_contents off).
 //
 // Each session is one connection, replayed into a tracer of its own, as
 // `mysqltrace client` keeps one per connection; the tracer has an event and a
@@ -51,10 +53,12 @@ struct Render {
 
 // Replays one session into a fresh tracer (one connection); returns the
 // events it produced.
-uint64_t replay(const Session &s, Render *render) {
+uint64_t replay(const Session &s, Render *render, bool contents) {
     uint64_t events = 0;
+    TracerOptions options;
+    options.event_contents = contents;
     ConnectionTracer t(
-        1, TracerOptions{},
+        1, options,
         [&](const ProtocolEvent &ev) {
             events++;
             if (render != nullptr) {
@@ -98,13 +102,13 @@ struct Totals {
 // One case, timed or for a fixed number of passes. Not inlined: callgrind
 // collects inside it only (--toggle-collect='*run_case*').
 __attribute__((noinline)) Totals run_case(const std::vector<Session> &sessions, Render *render,
-                                          double seconds, long passes) {
+                                          bool contents, double seconds, long passes) {
     Totals t;
     const double start = cpu_seconds();
     long done = 0;
     do {
         for (const auto &s : sessions) {
-            t.events += replay(s, render);
+            t.events += replay(s, render, contents);
             t.bytes += s.bytes;
         }
         done++;
@@ -119,23 +123,29 @@ int main(int argc, char **argv) {
     double seconds = 2.0;
     long passes = 0;
     bool decode_only = false;
+    bool summary_only = false;
     for (int i = 1; i < argc; i++) {
         const std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
             std::printf(
                 "usage: decoder_bench [SECONDS_PER_CASE] [--passes N] [--decode-only]\n"
+                "                     [--summary-only]\n"
                 "Replays the recorded sessions of tests/data/protocol through the client\n"
                 "protocol decoder, one tracer per session, for SECONDS_PER_CASE seconds of\n"
                 "CPU time (default 2) per case, and prints MB/s of wire bytes and events/s\n"
                 "per core of CPU time: decoding only, then decoding and rendering text as\n"
-                "`mysqltrace client` does. --passes N runs exactly N passes per case\n"
-                "instead (for callgrind); --decode-only skips the rendering case.\n");
+                "`mysqltrace client` does, then decoding with events counted but not\n"
+                "read (`mysqltrace client --summary-only`). --passes N runs exactly N\n"
+                "passes per case instead (for callgrind); --decode-only runs the first\n"
+                "case only, --summary-only the last only.\n");
             return 0;
         }
         if (arg == "--passes" && i + 1 < argc) {
             passes = std::atol(argv[++i]);
         } else if (arg == "--decode-only") {
             decode_only = true;
+        } else if (arg == "--summary-only") {
+            summary_only = true;
         } else {
             seconds = std::atof(argv[i]);
         }
@@ -164,12 +174,18 @@ int main(int argc, char **argv) {
     Render r;
     r.options.timestamps = true;
     r.options.clock = &r.clock;
-    for (bool render : {false, true}) {
-        if (render && decode_only) {
-            break;
+    enum class Case { decode, render, summary_only };
+    for (Case c : {Case::decode, Case::render, Case::summary_only}) {
+        if ((decode_only && c != Case::decode) || (summary_only && c != Case::summary_only)) {
+            continue;
         }
-        const Totals t = run_case(sessions, render ? &r : nullptr, seconds, passes);
-        std::printf("| %s | %.1f | %.0f |\n", render ? "decode + render text" : "decode only",
+        const bool render = c == Case::render;
+        const Totals t =
+            run_case(sessions, render ? &r : nullptr, c != Case::summary_only, seconds, passes);
+        std::printf("| %s | %.1f | %.0f |\n",
+                    render              ? "decode + render text"
+                    : c == Case::decode ? "decode only"
+                                        : "decode, events only counted (--summary-only)",
                     static_cast<double>(t.bytes) / t.elapsed / 1e6,
                     static_cast<double>(t.events) / t.elapsed);
         if (passes > 0) {

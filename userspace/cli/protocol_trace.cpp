@@ -157,6 +157,10 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
         };
     } else if (otlp) {
         cb.on_event = [&](const protocol::ProtocolEvent &ev) { otlp->event(ev); };
+    } else {
+        // Nothing reads the events (only counts them): the tracers build
+        // none of their fields and lines, only the command summaries.
+        topts.event_contents = false;
     }
     if (otlp_file) {
         cb.on_summary = [&](const protocol::CommandSummary &sum) { otlp->summary(sum); };

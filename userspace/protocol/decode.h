@@ -51,7 +51,10 @@ struct HandshakeResponse {
     std::string auth_plugin;
     std::vector<std::pair<std::string, std::string>> attributes;
 };
-std::optional<HandshakeResponse> decode_handshake_response(Bytes payload);
+// with_attributes false: the connection attributes, which come last, are
+// left undecoded (attributes stays empty).
+std::optional<HandshakeResponse> decode_handshake_response(Bytes payload,
+                                                           bool with_attributes = true);
 
 // 0xFE in the authentication phase: switch to another plugin.
 struct AuthSwitch {

@@ -36,7 +36,7 @@ std::vector<uint8_t> to_vector(Bytes b) {
 }
 }  // namespace
 
-std::optional<HandshakeResponse> decode_handshake_response(Bytes payload) {
+std::optional<HandshakeResponse> decode_handshake_response(Bytes payload, bool with_attributes) {
     ByteReader r(payload);
     HandshakeResponse h;
     if (payload.size() < 2) {
@@ -89,7 +89,7 @@ std::optional<HandshakeResponse> decode_handshake_response(Bytes payload) {
     if ((caps & cap::plugin_auth) && !r.at_end()) {
         h.auth_plugin = r.nul_str();
     }
-    if ((caps & cap::connect_attrs) && !r.at_end()) {
+    if (with_attributes && (caps & cap::connect_attrs) && !r.at_end()) {
         h.attributes = decode_attributes(r);
     }
     return h;

@@ -74,6 +74,46 @@ InflaterPool::~InflaterPool() {
     }
 }
 
+// Payload buffers no stream holds any more (of closed streams, and those a
+// stream had no room for), kept for the thread's next packets: a short
+// connection then allocates none. Big buffers are not kept.
+constexpr size_t kBufferMax = 16384;
+// What a new buffer starts with: most packets fit, so it is not grown byte
+// range by byte range.
+constexpr size_t kBufferStart = 256;
+struct BufferPool {
+    static constexpr size_t kKeep = 32;
+    std::vector<uint8_t> kept[kKeep];
+    size_t n = 0;
+    ~BufferPool();
+};
+thread_local bool buffers_alive = false;
+thread_local BufferPool buffers;
+
+BufferPool::~BufferPool() {
+    buffers_alive = false;
+}
+
+// Takes v's buffer into the pool if there is room, else frees it.
+void give_buffer(std::vector<uint8_t> &v) {
+    if (buffers_alive && buffers.n < BufferPool::kKeep && v.capacity() > 0 &&
+        v.capacity() <= kBufferMax) {
+        v.clear();
+        buffers.kept[buffers.n++].swap(v);
+    }
+    std::vector<uint8_t>().swap(v);
+}
+
+// An empty buffer for v, which has none.
+void take_buffer(std::vector<uint8_t> &v) {
+    buffers_alive = true;
+    if (buffers.n > 0) {
+        v.swap(buffers.kept[--buffers.n]);
+    } else {
+        v.reserve(kBufferStart);
+    }
+}
+
 PacketStream::Inflater *take_inflater() {
     pool_alive = true;
     if (pool.n > 0) {
@@ -93,7 +133,10 @@ void PacketStream::InflaterDone::operator()(Inflater *inf) const noexcept {
 }
 
 PacketStream::PacketStream(size_t max_keep) : max_keep_(max_keep) {}
-PacketStream::~PacketStream() = default;
+PacketStream::~PacketStream() {
+    give_buffer(spare_);
+    give_buffer(cur_.payload);
+}
 PacketStream::PacketStream(PacketStream &&) noexcept = default;
 PacketStream &PacketStream::operator=(PacketStream &&) noexcept = default;
 
@@ -140,11 +183,14 @@ size_t PacketStream::pending_bytes() const {
 }
 
 void PacketStream::recycle(Packet &p) {
+    if (p.payload.capacity() == 0) {
+        return;
+    }
     // Big buffers are not kept: a stream holds at most a few KiB spare.
-    constexpr size_t kSpareMax = 16384;
-    if (p.payload.capacity() > spare_.capacity() && p.payload.capacity() <= kSpareMax) {
+    if (p.payload.capacity() > spare_.capacity() && p.payload.capacity() <= kBufferMax) {
         spare_.swap(p.payload);
     }
+    give_buffer(p.payload);
 }
 
 bool PacketStream::next(Packet &out) {
@@ -280,6 +326,9 @@ size_t PacketStream::consume(const uint8_t *p, size_t n, uint64_t ts_ns) {
                 cur_ = Packet{};
                 cur_.payload.swap(spare_);
                 cur_.payload.clear();
+                if (cur_.payload.capacity() == 0) {
+                    take_buffer(cur_.payload);
+                }
                 cur_.seq = hdr_[3];
                 cur_.ts_first_ns = hdr_ts_ns_;
                 building_ = true;

@@ -65,6 +65,7 @@ template <typename T>
 class Fifo {
   public:
     bool empty() const { return head_ == items_.size(); }
+    size_t size() const { return items_.size() - head_; }
     T &front() { return items_[head_]; }
     void pop_front() {
         if (++head_ == items_.size()) {

@@ -74,7 +74,7 @@ void ConnectionTracer::on_connect(uint64_t ts_ns, uint32_t pid, uint32_t tid) {
     socket_client_.resync();
     socket_server_.resync();
     Ctx ctx{ts_ns, pid, tid};
-    ProtocolEvent ev = make_event(TraceEvent::connecting, Stage::connecting, ts_ns, ctx);
+    ProtocolEvent &ev = make_event(TraceEvent::connecting, Stage::connecting, ts_ns, ctx);
     emit(ev);
 }
 
@@ -83,7 +83,7 @@ void ConnectionTracer::on_connected(uint64_t ts_ns, uint32_t pid, uint32_t tid) 
         return;
     }
     Ctx ctx{ts_ns, pid, tid};
-    ProtocolEvent ev = make_event(TraceEvent::connected, Stage::connecting, ts_ns, ctx);
+    ProtocolEvent &ev = make_event(TraceEvent::connected, Stage::connecting, ts_ns, ctx);
     emit(ev);
     stage_ = Stage::wait_for_init_packet;
 }
@@ -110,7 +110,7 @@ void ConnectionTracer::feed(Direction dir, Source src, const uint8_t *data, size
             socket_client_.desync();
             socket_server_.desync();
             if (synced_ && stage_ == Stage::ssl_negotiation) {
-                ProtocolEvent ev =
+                ProtocolEvent &ev =
                     make_event(TraceEvent::ssl_connected, Stage::ssl_negotiation, ts_ns, ctx);
                 emit(ev);
                 stage_ = Stage::authenticate;
@@ -341,7 +341,7 @@ void ConnectionTracer::finish_cut_file(CutUpload &u, uint64_t unframed, bool end
     PendingCommand *h = head();
     Ctx ctx{u.ts_last_ns, u.pid, u.tid};
     const uint64_t sent = (u.packet ? u.packet->wire_bytes : 0) + unframed;
-    ProtocolEvent ev = make_event(TraceEvent::send_file, Stage::file_request, u.ts_lost_ns, ctx);
+    ProtocolEvent &ev = make_event(TraceEvent::send_file, Stage::file_request, u.ts_lost_ns, ctx);
     ev.truncated = true;
     if (h != nullptr) {
         ev.command = h->code;
@@ -350,20 +350,20 @@ void ConnectionTracer::finish_cut_file(CutUpload &u, uint64_t unframed, bool end
             h->summary.bytes_sent += sent;
         }
     }
-    ev.details.push_back(
-        "file data whose packet framing the capture lost: " + std::to_string(sent) +
-        (u.exact ? " bytes, packet headers included" : " bytes on the wire, compressed"));
+    add_line(ev, "file data whose packet framing the capture lost: ", sent,
+             u.exact ? " bytes, packet headers included" : " bytes on the wire, compressed");
+    const std::optional<uint8_t> command = ev.command;
     emit(ev);
-    ProtocolEvent done =
+    ProtocolEvent &done =
         make_event(TraceEvent::packet_sent, Stage::file_request, u.ts_last_ns, ctx);
-    done.command = ev.command;
+    done.command = command;
     if (h != nullptr) {
         done.command_name = h->summary.command_name;
     }
     done.truncated = true;
-    done.details.push_back("data sent: " + std::to_string(sent) + " bytes");
+    add_line(done, "data sent: ", sent, " bytes");
     if (ended) {
-        done.details.push_back("File transfer done");
+        add_line(done, "File transfer done");
     }
     emit(done);
     if (ended) {
@@ -455,16 +455,21 @@ void ConnectionTracer::on_error(uint64_t ts_ns, uint32_t pid, uint32_t tid, int 
         return;
     }
     Ctx ctx{ts_ns, pid, tid};
-    ProtocolEvent ev = make_event(TraceEvent::error, stage_, ts_ns, ctx);
+    ProtocolEvent &ev = make_event(TraceEvent::error, stage_, ts_ns, ctx);
     ev.sqlstate = std::string(sqlstate);
     ev.error_message = std::string(message);
     if (code > 0) {
         ev.error_code = static_cast<uint16_t>(code);
-        ev.details.push_back("Client error " + std::to_string(code) +
-                             (sqlstate.empty() ? "" : " (" + std::string(sqlstate) + ")") + ": " +
-                             std::string(message));
+        std::string &line = add_line(ev, "Client error ", code);
+        if (!sqlstate.empty()) {
+            detail::append_part(line, " (");
+            detail::append_part(line, sqlstate);
+            detail::append_part(line, ')');
+        }
+        detail::append_part(line, ": ");
+        detail::append_part(line, message);
     } else {
-        ev.details.push_back("Client error: " + std::string(message));
+        add_line(ev, "Client error: ", message);
     }
     emit(ev);
 }
@@ -490,88 +495,12 @@ void ConnectionTracer::on_close(uint64_t ts_ns, uint32_t pid, uint32_t tid) {
     }
     flush_commands(CommandResult::incomplete, ts_ns);
     Ctx ctx{ts_ns, pid, tid};
-    ProtocolEvent ev = make_event(TraceEvent::disconnected, stage_, ts_ns, ctx);
+    ProtocolEvent &ev = make_event(TraceEvent::disconnected, stage_, ts_ns, ctx);
     if (!synced_) {
-        ev.details.push_back("connection was not in sync when it closed");
+        add_line(ev, "connection was not in sync when it closed");
     }
     emit(ev);
     stage_ = Stage::disconnected;
-}
-
-// ---------------------------------------------------------------------------
-// Events
-
-ProtocolEvent ConnectionTracer::make_event(TraceEvent event, Stage stage, uint64_t ts_ns,
-                                           const Ctx &ctx) {
-    ProtocolEvent ev;
-    ev.conn = conn_;
-    ev.ts_ns = ts_ns;
-    ev.pid = ctx.pid;
-    ev.tid = ctx.tid;
-    ev.stage = stage;
-    ev.event = event;
-    ev.details.swap(spare_details_);
-    if (spare_name_.capacity() > ev.command_name.capacity()) {
-        ev.command_name = std::move(spare_name_);
-        spare_name_.clear();
-    }
-    if (server_conn_id_ != 0) {
-        ev.server_connection_id = server_conn_id_;
-    }
-    return ev;
-}
-
-ProtocolEvent ConnectionTracer::packet_event(TraceEvent event, Stage stage, const Packet &p,
-                                             const Ctx &ctx, uint64_t ts_ns) {
-    ProtocolEvent ev = make_event(event, stage, ts_ns, ctx);
-    ev.bytes = p.length;
-    ev.seq = p.seq;
-    ev.truncated = p.truncated() || !p.length_known;
-    return ev;
-}
-
-void ConnectionTracer::attach_packet(ProtocolEvent &ev, const Packet &p, bool secret) {
-    if (!options_.keep_packets) {
-        return;
-    }
-    // What answers a statement with secrets may quote them (a column named
-    // after its expression, a parse error): no dump of it either.
-    const PendingCommand *h = head();
-    secret = secret || (h != nullptr && h->sql_redacted);
-    if (secret && !options_.show_secrets) {
-        ev.packet_redacted = true;
-        return;
-    }
-    size_t n = std::min(p.payload.size(), options_.max_dump_bytes);
-    ev.packet.assign(p.payload.begin(), p.payload.begin() + static_cast<ptrdiff_t>(n));
-}
-
-void ConnectionTracer::emit(ProtocolEvent &ev) {
-    if (!pending_note_.empty()) {
-        ev.details.insert(ev.details.begin(), std::move(pending_note_));
-        pending_note_.clear();
-    }
-    if (ev.ts_ns < last_ts_) {
-        // Events of one connection never go back in time, even when the
-        // capture's clock for two CPUs disagrees by a little.
-        ev.ts_ns = last_ts_;
-    }
-    last_ts_ = ev.ts_ns;
-    emitted_any_ = true;
-    ++stats_.events;
-    if (on_event_) {
-        on_event_(ev);
-    }
-    // An emitted event's lines and command name are done with: the next
-    // event takes their buffers.
-    if (ev.details.capacity() > spare_details_.capacity()) {
-        ev.details.clear();
-        spare_details_.swap(ev.details);
-    }
-    if (ev.command_name.capacity() > spare_name_.capacity()) {
-        spare_name_ = std::move(ev.command_name);
-        spare_name_.clear();
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -44,7 +44,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -56,6 +55,7 @@
 #include "protocol/decode.h"
 #include "protocol/event.h"
 #include "protocol/packet_stream.h"
+#include "protocol/wl6226_util.h"
 
 namespace mysqltrace::protocol {
 
@@ -68,8 +68,15 @@ struct TracerOptions {
     size_t max_rows_shown = 20;    // rows per result set whose values are shown
     size_t max_statements = 4096;  // prepared statements remembered per connection
     size_t max_pending_commands = 64;
+    // false when nobody reads what events say (`mysqltrace client
+    // --summary-only`): the event callback still runs once per event, but
+    // each carries only conn, ts_ns, pid, tid, stage and event; no detail
+    // line is built. Command summaries and stats are the same either way.
+    bool event_contents = true;
 };
 
+// The event is the tracer's (reused for later events): valid only during
+// the call; a consumer that keeps it copies it.
 using EventCallback = std::function<void(const ProtocolEvent &)>;
 using SummaryCallback = std::function<void(const CommandSummary &)>;
 
@@ -165,6 +172,10 @@ class ConnectionTracer {
     void handle_client_packet(Packet &p, const Ctx &ctx);
     void handle_command(Packet &p, const Ctx &ctx);
     void handle_auth_client_packet(Packet &p, const Ctx &ctx);
+    // SEND_COMMAND's detail lines.
+    void describe_command(ProtocolEvent &ev, const Command &c, const Packet &p,
+                          const Statement *stmt);
+    void add_attributes_line(ProtocolEvent &ev, const std::vector<QueryAttribute> &attributes);
 
     // Stage handlers for a server packet; ev is the PACKET_RECEIVED event
     // still to be emitted (they emit it, then any follow-up events).
@@ -184,11 +195,28 @@ class ConnectionTracer {
     void finish_prepare();
     void infer_deprecate_eof(const Packet &p);
 
-    ProtocolEvent make_event(TraceEvent event, Stage stage, uint64_t ts_ns, const Ctx &ctx);
-    ProtocolEvent packet_event(TraceEvent event, Stage stage, const Packet &p, const Ctx &ctx,
-                               uint64_t ts_ns);
+    // The next of the thread's event objects (wl6226_events.cpp), cleared:
+    // it stays valid until three more events are made on the thread, by any
+    // tracer (no handler holds one longer).
+    ProtocolEvent &make_event(TraceEvent event, Stage stage, uint64_t ts_ns, const Ctx &ctx);
+    ProtocolEvent &packet_event(TraceEvent event, Stage stage, const Packet &p, const Ctx &ctx,
+                                uint64_t ts_ns);
+    // READ_PACKET, timestamped when the previous event happened: only the
+    // command is left to set.
+    ProtocolEvent &read_packet_event(Stage stage, const Ctx &ctx);
     void attach_packet(ProtocolEvent &ev, const Packet &p, bool secret);
     void emit(ProtocolEvent &ev);
+    // Appends a detail line to ev made of parts (strings or integers) and
+    // returns it for more; with event_contents off, a scratch line nobody
+    // reads. Lines reuse the buffers of earlier events' lines (of any tracer
+    // on the thread).
+    template <typename... Parts>
+    std::string &add_line(ProtocolEvent &ev, const Parts &...parts) {
+        std::string &line = new_line(ev);
+        (detail::append_part(line, parts), ...);
+        return line;
+    }
+    std::string &new_line(ProtocolEvent &ev);
 
     PendingCommand *head() { return commands_.empty() ? nullptr : &commands_.front(); }
     void activate_head();
@@ -230,10 +258,6 @@ class ConnectionTracer {
     std::optional<CutUpload> cut_upload_;
     std::optional<LostReply> server_lost_;
     std::string pending_note_;  // prepended to the details of the next event
-    // Empty; buffers for the next event's lines and command name.
-    std::vector<std::string> spare_details_;
-    std::string spare_name_;
-    ProtocolEvent read_event_;  // every READ_PACKET event (handle_server_packet)
     uint64_t last_ts_ = 0;
 
     PacketStream socket_client_;
@@ -263,7 +287,10 @@ class ConnectionTracer {
     bool change_user_auth_ = false;
 
     // Commands and the reply being read.
-    std::deque<PendingCommand> commands_;
+    // A Fifo, not a std::deque: a deque node holds one PendingCommand, so
+    // each command would allocate one. A pointer to the head stays valid
+    // until the next command is queued.
+    Fifo<PendingCommand> commands_;
     uint64_t col_remaining_ = 0;
     uint64_t param_remaining_ = 0;
     uint16_t prep_columns_ = 0;

@@ -93,7 +93,7 @@ void ConnectionTracer::handle_client_packet(Packet &p, const Ctx &ctx) {
             if (h != nullptr) {
                 h->summary.bytes_sent += p.wire_bytes;
             }
-            ProtocolEvent ev =
+            ProtocolEvent &ev =
                 packet_event(TraceEvent::send_file, Stage::file_request, p, ctx, p.ts_first_ns);
             if (h != nullptr) {
                 ev.command = h->code;
@@ -101,11 +101,11 @@ void ConnectionTracer::handle_client_packet(Packet &p, const Ctx &ctx) {
             }
             attach_packet(ev, p, false);
             emit(ev);
-            ProtocolEvent sent =
+            ProtocolEvent &sent =
                 packet_event(TraceEvent::packet_sent, Stage::file_request, p, ctx, p.ts_last_ns);
-            sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
+            add_line(sent, "packet sent: ", p.length, " bytes");
             if (p.length == 0) {
-                sent.details.push_back("File transfer done");
+                add_line(sent, "File transfer done");
             }
             emit(sent);
             if (p.length == 0) {
@@ -118,8 +118,8 @@ void ConnectionTracer::handle_client_packet(Packet &p, const Ctx &ctx) {
         }
         case Stage::connecting:
         case Stage::wait_for_init_packet: {
-            ProtocolEvent ev = packet_event(TraceEvent::packet_sent, stage_, p, ctx, p.ts_last_ns);
-            ev.details.push_back("client sent a packet before the server greeting");
+            ProtocolEvent &ev = packet_event(TraceEvent::packet_sent, stage_, p, ctx, p.ts_last_ns);
+            add_line(ev, "client sent a packet before the server greeting");
             attach_packet(ev, p, true);
             emit(ev);
             return;
@@ -161,33 +161,33 @@ void ConnectionTracer::handle_auth_client_packet(Packet &p, const Ctx &ctx) {
         h->wait_start_ns = p.ts_last_ns;
     }
     if (change_user_auth_ || auth_writes_ > 0) {
-        ProtocolEvent ev =
+        ProtocolEvent &ev =
             packet_event(TraceEvent::send_auth_data, Stage::authenticate, p, ctx, p.ts_first_ns);
         const std::string what = describe_sha2_data(p);
         if (options_.show_secrets) {
-            ev.details.push_back("Auth data: " + to_hex(p.payload) + what);
+            add_line(ev, "Auth data: ", to_hex(p.payload), what);
         } else {
-            ev.details.push_back("Auth data: " + std::to_string(p.length) + " bytes" + what);
+            add_line(ev, "Auth data: ", p.length, " bytes", what);
         }
         attach_packet(ev, p, true);
         emit(ev);
-        ProtocolEvent sent =
+        ProtocolEvent &sent =
             packet_event(TraceEvent::packet_sent, Stage::authenticate, p, ctx, p.ts_last_ns);
-        sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
+        add_line(sent, "packet sent: ", p.length, " bytes");
         emit(sent);
         ++auth_writes_;
         return;
     }
 
-    auto hr = decode_handshake_response(p.payload);
+    auto hr = decode_handshake_response(p.payload, options_.event_contents);
     auto announce = [&](const std::string &plugin) {
         if (plugin.empty() || plugin == announced_plugin_) {
             return;
         }
         announced_plugin_ = plugin;
-        ProtocolEvent ev = make_event(TraceEvent::auth_plugin, stage_, p.ts_first_ns, ctx);
+        ProtocolEvent &ev = make_event(TraceEvent::auth_plugin, stage_, p.ts_first_ns, ctx);
         ev.auth_plugin = plugin;
-        ev.details.push_back("Using authentication plugin: " + plugin);
+        add_line(ev, "Using authentication plugin: ", plugin);
         emit(ev);
     };
     std::string fallback_plugin =
@@ -198,19 +198,19 @@ void ConnectionTracer::handle_auth_client_packet(Packet &p, const Ctx &ctx) {
         // 9.7): no PACKET_SENT for the SSL request, and the auth plugin is
         // announced once TLS is up, with the handshake response.
         client_caps_ = hr->capabilities;
-        ProtocolEvent ev =
+        ProtocolEvent &ev =
             packet_event(TraceEvent::send_ssl_request, Stage::authenticate, p, ctx, p.ts_first_ns);
-        ev.details.push_back("SSL request; client capabilities: " + hex64(hr->capabilities));
+        add_line(ev, "SSL request; client capabilities: ", detail::Hex64{hr->capabilities});
         attach_packet(ev, p, false);
         emit(ev);
         stage_ = Stage::ssl_negotiation;
-        ProtocolEvent connect =
+        ProtocolEvent &connect =
             make_event(TraceEvent::ssl_connect, Stage::ssl_negotiation, p.ts_last_ns, ctx);
         emit(connect);
         return;
     }
 
-    ProtocolEvent ev =
+    ProtocolEvent &ev =
         packet_event(TraceEvent::send_auth_response, Stage::authenticate, p, ctx, p.ts_first_ns);
     if (hr) {
         client_caps_ = hr->capabilities;
@@ -221,33 +221,36 @@ void ConnectionTracer::handle_auth_client_packet(Packet &p, const Ctx &ctx) {
         ev.user = hr->user;
         ev.database = hr->database;
         ev.auth_plugin = announced_plugin_;
-        ev.details.push_back("User: " + hr->user);
+        add_line(ev, "User: ", hr->user);
         if (!hr->database.empty()) {
-            ev.details.push_back("Database: " + hr->database);
+            add_line(ev, "Database: ", hr->database);
         }
         if (options_.show_secrets) {
-            ev.details.push_back("Auth response: " + to_hex(hr->auth_response));
+            add_line(ev, "Auth response: ", to_hex(hr->auth_response));
         } else {
-            ev.details.push_back("Auth response: " + std::to_string(hr->auth_response.size()) +
-                                 " bytes");
+            add_line(ev, "Auth response: ", hr->auth_response.size(), " bytes");
         }
-        ev.details.push_back("Client capabilities: " + hex64(hr->capabilities));
-        if (!hr->attributes.empty()) {
-            std::vector<std::string> attrs;
+        add_line(ev, "Client capabilities: ", detail::Hex64{hr->capabilities});
+        if (!hr->attributes.empty() && options_.event_contents) {
+            std::string &line = add_line(ev, "Connection attributes: ");
+            const char *sep = "";
             for (const auto &[k, v] : hr->attributes) {
-                attrs.push_back(k + "=" + v);
+                detail::append_part(line, sep);
+                detail::append_part(line, k);
+                detail::append_part(line, '=');
+                detail::append_part(line, v);
+                sep = ", ";
             }
-            ev.details.push_back("Connection attributes: " + join(attrs, ", "));
         }
     } else {
         announce(fallback_plugin);
-        ev.details.push_back("handshake response not decodable");
+        add_line(ev, "handshake response not decodable");
     }
     attach_packet(ev, p, true);
     emit(ev);
-    ProtocolEvent sent =
+    ProtocolEvent &sent =
         packet_event(TraceEvent::packet_sent, Stage::authenticate, p, ctx, p.ts_last_ns);
-    sent.details.push_back("packet sent: " + std::to_string(p.length) + " bytes");
+    add_line(sent, "packet sent: ", p.length, " bytes");
     emit(sent);
     auth_writes_ = 1;
 }
@@ -282,10 +285,10 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
     auto cmd = decode_command(p.payload, command_caps(p), param_count, param_types, long_data,
                               options_.max_value_len);
     if (!cmd) {
-        ProtocolEvent ev =
+        ProtocolEvent &ev =
             packet_event(TraceEvent::packet_sent, Stage::ready_for_command, p, ctx, p.ts_last_ns);
-        ev.details.push_back(p.length == 0 ? "empty packet where a command was expected"
-                                           : "command packet contents not captured");
+        add_line(ev, p.length == 0 ? "empty packet where a command was expected"
+                                   : "command packet contents not captured");
         emit(ev);
         return;
     }
@@ -301,9 +304,7 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
     sum.tid = ctx.tid;
     sum.ts_start_ns = p.ts_first_ns;
     sum.command = cmd->code;
-    sum.command_name = cmd->name;
     sum.statement_id = cmd->statement_id;
-    sum.query_attributes = cmd->attributes;
     sum.bytes_sent = p.wire_bytes;
 
     bool secret = cmd->code == com::change_user;
@@ -324,12 +325,6 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
         // Everything after the command byte and any attribute block.
         sql_bytes = p.length - (p.payload.size() - sql_captured);
     }
-    sum.sql = sql;
-    sum.sql_bytes = sql_bytes;
-    if (stmt != nullptr && !sql) {
-        sum.sql = stmt->sql;
-        sum.sql_bytes = stmt->sql_bytes;
-    }
     if (stmt != nullptr) {
         // Long data belongs to the next execute; a reset discards it.
         if (cmd->code == com::stmt_send_long_data) {
@@ -342,130 +337,52 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
         }
     }
 
-    ProtocolEvent ev =
+    ProtocolEvent &ev =
         packet_event(TraceEvent::send_command, Stage::ready_for_command, p, ctx, p.ts_first_ns);
     ev.command = cmd->code;
-    ev.command_name = cmd->name;
-    ev.sql = std::move(sql);
     ev.sql_bytes = sql_bytes;
     ev.statement_id = cmd->statement_id;
-    ev.query_attributes = cmd->attributes;
-    std::vector<std::string> attributes;
-    for (const QueryAttribute &a : cmd->attributes) {
-        attributes.push_back(a.name + "=" + a.value);
+    if (options_.event_contents) {
+        ev.sql = sql;
+        ev.command_name = cmd->name;
+        ev.query_attributes = cmd->attributes;
+        describe_command(ev, *cmd, p, stmt);
     }
-    std::string label = cmd->name.substr(4);  // without "COM_"
-    switch (cmd->code) {
-        case com::query:
-        case com::stmt_prepare:
-            if (cmd->attributes_undecodable) {
-                ev.details.push_back(label +
-                                     ": (not shown: the query attributes before the statement "
-                                     "did not decode, so where its text starts is unknown)");
-                break;
-            }
-            {
-                std::string &line = ev.details.emplace_back(label);
-                line += ": ";
-                if (ev.sql) {
-                    line += *ev.sql;
-                }
-            }
-            // How much the capture kept depends on how the kernel split the
-            // client's writes; the statement's length does not, so only the
-            // latter is said (the keep limit, a setting, is predictable).
-            if (!p.length_known) {
-                ev.details.push_back(
-                    "statement cut by the capture; its length is unknown "
-                    "(at least " +
-                    std::to_string(p.length - 1) + " bytes)");
-            } else if (p.truncated() && p.gap) {
-                ev.details.push_back("statement cut by the capture; its length is " +
-                                     std::to_string(p.length - 1) + " bytes");
-            } else if (p.truncated()) {
-                ev.details.push_back("statement longer than the keep limit: " +
-                                     std::to_string(p.payload.size() - 1) + " of " +
-                                     std::to_string(p.length - 1) + " bytes kept");
-            }
-            if (!attributes.empty()) {
-                ev.details.push_back("Query attributes: " + join(attributes, ", "));
-            }
-            break;
-        case com::stmt_execute:
-        case com::stmt_bulk_execute:
-        case com::stmt_fetch:
-        case com::stmt_close:
-        case com::stmt_reset:
-        case com::stmt_send_long_data: {
-            std::string line = label + ": ";
-            if (cmd->statement_id == 0xFFFFFFFFu) {
-                // MariaDB's "the statement prepared just before" (sent together).
-                line += "-1 (the statement prepared just before)";
-            } else {
-                line += std::to_string(cmd->statement_id.value_or(0));
-            }
-            if (cmd->code == com::stmt_fetch) {
-                line += ", rows: " + std::to_string(cmd->fetch_rows);
-            } else if (cmd->code == com::stmt_bulk_execute && cmd->iterations > 0) {
-                line += ", rows: " + std::to_string(cmd->iterations);
-            } else if (cmd->code == com::stmt_send_long_data) {
-                // The decoder sees only the captured bytes; the packet knows
-                // its true length.
-                uint64_t data_len = p.length >= 7 ? p.length - 7 : cmd->data_len;
-                line += ", parameter " + std::to_string(cmd->param_id) + ", " +
-                        (p.length_known ? "" : "at least ") + std::to_string(data_len) + " bytes";
-            }
-            ev.details.push_back(line);
-            if (stmt != nullptr && stmt->sql) {
-                ev.details.push_back("Statement: " + *stmt->sql);
-            }
-            if (!cmd->params.empty()) {
-                ev.details.push_back("Parameters: " + join(cmd->params, ", "));
-            }
-            if (!attributes.empty()) {
-                ev.details.push_back("Query attributes: " + join(attributes, ", "));
-            }
-            break;
-        }
-        case com::change_user:
-            ev.user = cmd->user;
-            ev.database = cmd->database;
-            ev.auth_plugin = cmd->auth_plugin;
-            ev.details.push_back("CHANGE_USER: " + cmd->user);
-            if (!cmd->database.empty()) {
-                ev.details.push_back("Database: " + cmd->database);
-            }
-            if (options_.show_secrets) {
-                ev.details.push_back("Auth response: " + to_hex(cmd->auth_response));
-            } else {
-                ev.details.push_back("Auth response: " + std::to_string(cmd->auth_response_len) +
-                                     " bytes");
-            }
-            break;
-        default:
-            ev.details.push_back(cmd->argument.empty() ? label : label + ": " + cmd->argument);
-            break;
+    if (stmt != nullptr && !sql) {
+        sum.sql = stmt->sql;
+        sum.sql_bytes = stmt->sql_bytes;
+    } else {
+        sum.sql = std::move(sql);
+        sum.sql_bytes = sql_bytes;
     }
     attach_packet(ev, p, secret);
 
     if (cmd->code == com::change_user && !cmd->auth_plugin.empty()) {
         // libmysql picks the plugin before it sends COM_CHANGE_USER.
         announced_plugin_ = cmd->auth_plugin;
-        ProtocolEvent ap =
+        ProtocolEvent &ap =
             make_event(TraceEvent::auth_plugin, Stage::ready_for_command, p.ts_first_ns, ctx);
         ap.auth_plugin = cmd->auth_plugin;
-        ap.details.push_back("Using authentication plugin: " + cmd->auth_plugin);
+        add_line(ap, "Using authentication plugin: ", cmd->auth_plugin);
         emit(ap);
     }
     emit(ev);
-    ProtocolEvent sent =
+    ProtocolEvent &sent =
         packet_event(TraceEvent::packet_sent, Stage::ready_for_command, p, ctx, p.ts_last_ns);
     sent.command = cmd->code;
-    sent.command_name = cmd->name;
-    sent.details.push_back(p.length_known ? "packet sent: " + std::to_string(p.length) + " bytes"
-                                          : "packet sent: at least " + std::to_string(p.length) +
-                                                " bytes (the capture lost where it ends)");
+    if (options_.event_contents) {
+        sent.command_name = cmd->name;
+    }
+    if (p.length_known) {
+        add_line(sent, "packet sent: ", p.length, " bytes");
+    } else {
+        add_line(sent, "packet sent: at least ", p.length,
+                 " bytes (the capture lost where it ends)");
+    }
     emit(sent);
+    // The events are done with the command's name and attributes.
+    sum.command_name = std::move(cmd->name);
+    sum.query_attributes = std::move(cmd->attributes);
 
     if (has_no_reply(cmd->code)) {
         sum.result = CommandResult::no_reply;
@@ -486,6 +403,121 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
         // were not understood. Give up on the oldest.
         commands_.pop_front();
         activate_head();
+    }
+}
+
+void ConnectionTracer::add_attributes_line(ProtocolEvent &ev,
+                                           const std::vector<QueryAttribute> &attributes) {
+    std::string &line = add_line(ev, "Query attributes: ");
+    const char *sep = "";
+    for (const QueryAttribute &a : attributes) {
+        detail::append_part(line, sep);
+        detail::append_part(line, a.name);
+        detail::append_part(line, '=');
+        detail::append_part(line, a.value);
+        sep = ", ";
+    }
+}
+
+void ConnectionTracer::describe_command(ProtocolEvent &ev, const Command &c, const Packet &p,
+                                        const Statement *stmt) {
+    const Command *cmd = &c;
+    const std::string_view label = std::string_view(cmd->name).substr(4);  // without "COM_"
+    switch (cmd->code) {
+        case com::query:
+        case com::stmt_prepare:
+            if (cmd->attributes_undecodable) {
+                add_line(ev, label,
+                         ": (not shown: the query attributes before the statement "
+                         "did not decode, so where its text starts is unknown)");
+                break;
+            }
+            {
+                std::string &line = add_line(ev, label, ": ");
+                if (ev.sql) {
+                    line += *ev.sql;
+                }
+            }
+            // How much the capture kept depends on how the kernel split the
+            // client's writes; the statement's length does not, so only the
+            // latter is said (the keep limit, a setting, is predictable).
+            if (!p.length_known) {
+                add_line(ev,
+                         "statement cut by the capture; its length is unknown "
+                         "(at least ",
+                         p.length - 1, " bytes)");
+            } else if (p.truncated() && p.gap) {
+                add_line(ev, "statement cut by the capture; its length is ", p.length - 1,
+                         " bytes");
+            } else if (p.truncated()) {
+                add_line(ev, "statement longer than the keep limit: ", p.payload.size() - 1, " of ",
+                         p.length - 1, " bytes kept");
+            }
+            if (!cmd->attributes.empty()) {
+                add_attributes_line(ev, cmd->attributes);
+            }
+            break;
+        case com::stmt_execute:
+        case com::stmt_bulk_execute:
+        case com::stmt_fetch:
+        case com::stmt_close:
+        case com::stmt_reset:
+        case com::stmt_send_long_data: {
+            std::string &line = add_line(ev, label, ": ");
+            if (cmd->statement_id == 0xFFFFFFFFu) {
+                // MariaDB's "the statement prepared just before" (sent together).
+                line += "-1 (the statement prepared just before)";
+            } else {
+                detail::append_part(line, cmd->statement_id.value_or(0));
+            }
+            if (cmd->code == com::stmt_fetch) {
+                line += ", rows: ";
+                detail::append_part(line, cmd->fetch_rows);
+            } else if (cmd->code == com::stmt_bulk_execute && cmd->iterations > 0) {
+                line += ", rows: ";
+                detail::append_part(line, cmd->iterations);
+            } else if (cmd->code == com::stmt_send_long_data) {
+                // The decoder sees only the captured bytes; the packet knows
+                // its true length.
+                uint64_t data_len = p.length >= 7 ? p.length - 7 : cmd->data_len;
+                line += ", parameter ";
+                detail::append_part(line, cmd->param_id);
+                line += p.length_known ? ", " : ", at least ";
+                detail::append_part(line, data_len);
+                line += " bytes";
+            }
+            if (stmt != nullptr && stmt->sql) {
+                add_line(ev, "Statement: ", *stmt->sql);
+            }
+            if (!cmd->params.empty()) {
+                detail::append_joined(add_line(ev, "Parameters: "), cmd->params, ", ");
+            }
+            if (!cmd->attributes.empty()) {
+                add_attributes_line(ev, cmd->attributes);
+            }
+            break;
+        }
+        case com::change_user:
+            ev.user = cmd->user;
+            ev.database = cmd->database;
+            ev.auth_plugin = cmd->auth_plugin;
+            add_line(ev, "CHANGE_USER: ", cmd->user);
+            if (!cmd->database.empty()) {
+                add_line(ev, "Database: ", cmd->database);
+            }
+            if (options_.show_secrets) {
+                add_line(ev, "Auth response: ", to_hex(cmd->auth_response));
+            } else {
+                add_line(ev, "Auth response: ", cmd->auth_response_len, " bytes");
+            }
+            break;
+        default:
+            if (cmd->argument.empty()) {
+                add_line(ev, label);
+            } else {
+                add_line(ev, label, ": ", cmd->argument);
+            }
+            break;
     }
 }
 

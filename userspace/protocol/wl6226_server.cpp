@@ -22,13 +22,14 @@ void ConnectionTracer::fill_error(ProtocolEvent &ev, const ErrPacket &err) {
         sql::redact_error_message(&message);
     }
     ev.error_code = err.code;
-    ev.sqlstate = err.sqlstate;
-    ev.error_message = message;
-    if (err.sqlstate.empty()) {
-        ev.details.push_back("Server error " + std::to_string(err.code) + ": " + message);
-    } else {
-        ev.details.push_back("Server error " + std::to_string(err.code) + " (" + err.sqlstate +
-                             "): " + message);
+    if (options_.event_contents) {
+        ev.sqlstate = err.sqlstate;
+        ev.error_message = message;
+        if (err.sqlstate.empty()) {
+            add_line(ev, "Server error ", err.code, ": ", message);
+        } else {
+            add_line(ev, "Server error ", err.code, " (", err.sqlstate, "): ", message);
+        }
     }
     if (h != nullptr) {
         h->summary.error_code = err.code;
@@ -41,13 +42,12 @@ void ConnectionTracer::fill_ok(ProtocolEvent &ev, const OkPacket &ok) {
     ev.last_insert_id = ok.last_insert_id;
     ev.warnings = ok.warnings;
     ev.status_flags = ok.status;
-    ev.details.push_back("OK from server; affected rows: " + std::to_string(ok.affected_rows));
+    add_line(ev, "OK from server; affected rows: ", ok.affected_rows);
     if (ok.last_insert_id != 0 || ok.warnings != 0) {
-        ev.details.push_back("last insert id: " + std::to_string(ok.last_insert_id) +
-                             "; warnings: " + std::to_string(ok.warnings));
+        add_line(ev, "last insert id: ", ok.last_insert_id, "; warnings: ", ok.warnings);
     }
     if (!ok.info.empty() && handshake_seen_) {
-        ev.details.push_back("info: " + ok.info);
+        add_line(ev, "info: ", ok.info);
     }
     if (PendingCommand *h = head()) {
         h->summary.affected_rows = h->summary.affected_rows.value_or(0) + ok.affected_rows;
@@ -94,40 +94,27 @@ void ConnectionTracer::handle_server_packet(Packet &p, const Ctx &ctx) {
         h = head();
     }
     const Stage st = stage_;
-    // READ_PACKET carries no more than its command: one event object of the
-    // tracer's serves them all, without building and freeing one per packet.
-    ProtocolEvent &rp = read_event_;
-    rp.conn = conn_;
-    rp.ts_ns = last_ts_;
-    rp.pid = ctx.pid;
-    rp.tid = ctx.tid;
-    rp.stage = st;
-    rp.event = TraceEvent::read_packet;
-    rp.server_connection_id.reset();
-    if (server_conn_id_ != 0) {
-        rp.server_connection_id = server_conn_id_;
-    }
-    rp.command.reset();
-    rp.command_name.clear();
-    rp.details.clear();
+    ProtocolEvent &rp = read_packet_event(st, ctx);
     if (h != nullptr) {
         rp.command = h->code;
-        rp.command_name = h->summary.command_name;
+        if (options_.event_contents) {
+            rp.command_name = h->summary.command_name;
+        }
     }
     emit(rp);
 
-    ProtocolEvent ev = packet_event(TraceEvent::packet_received, st, p, ctx, p.ts_last_ns);
+    ProtocolEvent &ev = packet_event(TraceEvent::packet_received, st, p, ctx, p.ts_last_ns);
     if (h != nullptr) {
         ev.command = h->code;
         ev.command_name = h->summary.command_name;
     }
     if (p.payload.empty()) {
         if (p.length == 0) {
-            ev.details.push_back("empty packet");
+            add_line(ev, "empty packet");
             emit(ev);
             return;
         }
-        ev.details.push_back("packet contents not captured");
+        add_line(ev, "packet contents not captured");
         emit(ev);
         lose_sync();
         return;
@@ -140,8 +127,8 @@ void ConnectionTracer::handle_server_packet(Packet &p, const Ctx &ctx) {
             const ProgressReport &pr = *err->progress;
             char buf[64];
             std::snprintf(buf, sizeof(buf), "%.3f%%", pr.progress / 1000.0);
-            ev.details.push_back("Progress: stage " + std::to_string(pr.stage) + " of " +
-                                 std::to_string(pr.max_stage) + " '" + pr.info + "' " + buf);
+            add_line(ev, "Progress: stage ", pr.stage, " of ", pr.max_stage, " '", pr.info, "' ",
+                     std::string_view(buf));
             attach_packet(ev, p, false);
             emit(ev);
             return;
@@ -179,7 +166,8 @@ void ConnectionTracer::handle_server_packet(Packet &p, const Ctx &ctx) {
                 complete_head(CommandResult::error, p.ts_last_ns);
                 return;
             }
-            ev.details.push_back(ByteReader::to_string(p.payload));
+            add_line(ev, std::string_view(reinterpret_cast<const char *>(p.payload.data()),
+                                          p.payload.size()));
             emit(ev);
             complete_head(CommandResult::reply, p.ts_last_ns);
             return;
@@ -198,7 +186,7 @@ void ConnectionTracer::handle_server_packet(Packet &p, const Ctx &ctx) {
                     return;
                 }
             }
-            ev.details.push_back("unsolicited packet from the server");
+            add_line(ev, "unsolicited packet from the server");
             emit(ev);
             return;
         }
@@ -216,18 +204,18 @@ void ConnectionTracer::server_init_packet(Packet &p, ProtocolEvent &ev) {
             greeting_plugin_ = g->auth_plugin;
             server_version_ = g->server_version;
             server_conn_id_ = g->connection_id;
-            ProtocolEvent init = packet_event(TraceEvent::init_packet_received,
-                                              Stage::wait_for_init_packet, p, ctx, p.ts_last_ns);
+            ProtocolEvent &init = packet_event(TraceEvent::init_packet_received,
+                                               Stage::wait_for_init_packet, p, ctx, p.ts_last_ns);
             init.server_version = g->server_version;
             init.server_connection_id = g->connection_id;
             init.auth_plugin = g->auth_plugin;
-            init.details.push_back("Server version: " + g->server_version);
-            init.details.push_back("Connection id: " + std::to_string(g->connection_id));
+            add_line(init, "Server version: ", g->server_version);
+            add_line(init, "Connection id: ", g->connection_id);
             if (!g->auth_plugin.empty()) {
-                init.details.push_back("Auth plugin: " + g->auth_plugin);
+                add_line(init, "Auth plugin: ", g->auth_plugin);
             }
-            init.details.push_back("Server capabilities: " + hex64(g->capabilities) +
-                                   (g->mariadb ? " (MariaDB)" : ""));
+            add_line(init, "Server capabilities: ", detail::Hex64{g->capabilities},
+                     g->mariadb ? " (MariaDB)" : "");
             attach_packet(init, p, false);
             emit(init);
             stage_ = Stage::authenticate;
@@ -245,7 +233,7 @@ void ConnectionTracer::server_init_packet(Packet &p, ProtocolEvent &ev) {
         stage_ = Stage::disconnected;
         return;
     }
-    ev.details.push_back("not a MySQL protocol 10 greeting");
+    add_line(ev, "not a MySQL protocol 10 greeting");
     emit(ev);
     lose_sync();
 }
@@ -260,9 +248,9 @@ void ConnectionTracer::server_authenticate(Packet &p, ProtocolEvent &ev) {
                 ev.status_flags = ok->status;
                 ev.warnings = ok->warnings;
             }
-            ev.details.push_back("OK from server");
+            add_line(ev, "OK from server");
             emit(ev);
-            ProtocolEvent auth =
+            ProtocolEvent &auth =
                 make_event(TraceEvent::authenticated, Stage::authenticate, p.ts_last_ns, ctx);
             emit(auth);
             stage_ = Stage::ready_for_command;
@@ -292,23 +280,23 @@ void ConnectionTracer::server_authenticate(Packet &p, ProtocolEvent &ev) {
             attach_packet(ev, p, true);
             auto sw = decode_auth_switch(p.payload);
             std::string plugin = sw ? sw->plugin : std::string();
-            ev.details.push_back("Auth switch request: plugin " + plugin + ", " +
-                                 std::to_string(sw ? sw->data_len : 0) + " bytes of data");
+            add_line(ev, "Auth switch request: plugin ", plugin, ", ", sw ? sw->data_len : 0,
+                     " bytes of data");
             emit(ev);
             sha2_step_ = Sha2Step::none;
             if (!plugin.empty()) {
                 announced_plugin_ = plugin;
-                ProtocolEvent ap =
+                ProtocolEvent &ap =
                     make_event(TraceEvent::auth_plugin, Stage::authenticate, p.ts_last_ns, ctx);
                 ap.auth_plugin = plugin;
-                ap.details.push_back("Using authentication plugin: " + plugin);
+                add_line(ap, "Using authentication plugin: ", plugin);
                 emit(ap);
             }
             return;
         }
         case 0x01: {
             attach_packet(ev, p, true);
-            std::string line = "Auth more data: " + std::to_string(p.length - 1) + " bytes";
+            std::string &line = add_line(ev, "Auth more data: ", p.length - 1, " bytes");
             // caching_sha2_password's one-byte verdicts, and the public key
             // it sends a client that asked for it (PEM, not a secret).
             static constexpr std::string_view kPem = "-----BEGIN PUBLIC KEY-----";
@@ -324,13 +312,12 @@ void ConnectionTracer::server_authenticate(Packet &p, ProtocolEvent &ev) {
                 line += " (the server's RSA public key)";
                 sha2_step_ = Sha2Step::key_received;
             }
-            ev.details.push_back(line);
             emit(ev);
             return;
         }
         default:
             attach_packet(ev, p, true);
-            ev.details.push_back("unexpected packet during authentication");
+            add_line(ev, "unexpected packet during authentication");
             emit(ev);
             return;
     }
@@ -352,7 +339,7 @@ void ConnectionTracer::server_result(Packet &p, ProtocolEvent &ev) {
         case 0x00: {
             auto ok = decode_ok(p.payload, caps());
             if (!ok) {
-                ev.details.push_back("malformed OK packet");
+                add_line(ev, "malformed OK packet");
                 emit(ev);
                 complete_head(CommandResult::ok, p.ts_last_ns);
                 return;
@@ -363,7 +350,7 @@ void ConnectionTracer::server_result(Packet &p, ProtocolEvent &ev) {
                 statements_.clear();
             }
             if (ok->status & status::more_results_exist) {
-                ev.details.push_back("Expecting next result set");
+                add_line(ev, "Expecting next result set");
                 emit(ev);
                 return;
             }
@@ -376,14 +363,14 @@ void ConnectionTracer::server_result(Packet &p, ProtocolEvent &ev) {
                 ev.warnings = eof->warnings;
                 ev.status_flags = eof->status;
             }
-            ev.details.push_back("EOF from server");
+            add_line(ev, "EOF from server");
             emit(ev);
             complete_head(CommandResult::ok, p.ts_last_ns);
             return;
         }
         case 0xFB: {
             std::string file = decode_local_infile_request(p.payload).value_or("");
-            ev.details.push_back("Server requests file: " + file);
+            add_line(ev, "Server requests file: ", file);
             emit(ev);
             stage_ = Stage::file_request;
             return;
@@ -393,14 +380,14 @@ void ConnectionTracer::server_result(Packet &p, ProtocolEvent &ev) {
     }
     auto cc = decode_column_count(p.payload);
     if (!cc) {
-        ev.details.push_back("unexpected packet (not a result set header)");
+        add_line(ev, "unexpected packet (not a result set header)");
         emit(ev);
         return;
     }
     ev.column_count = cc->count;
-    ev.details.push_back("Expecting result set with " + std::to_string(cc->count) + " columns");
+    add_line(ev, "Expecting result set with ", cc->count, " columns");
     if (cc->metadata_follows && !*cc->metadata_follows) {
-        ev.details.push_back("column definitions skipped (client caches them)");
+        add_line(ev, "column definitions skipped (client caches them)");
     }
     emit(ev);
     if (h != nullptr) {
@@ -464,7 +451,7 @@ void ConnectionTracer::server_field_def(Packet &p, ProtocolEvent &ev) {
             ev.status_flags = eof->status;
             st = eof->status;
         }
-        ev.details.push_back("No more fields");
+        add_line(ev, "No more fields");
         if (field_list_ || in_prepare_) {
             emit(ev);
             complete_head(CommandResult::ok, p.ts_last_ns);
@@ -472,12 +459,12 @@ void ConnectionTracer::server_field_def(Packet &p, ProtocolEvent &ev) {
         }
         if (st & status::cursor_exists) {
             // A cursor was opened: rows come later, one COM_STMT_FETCH at a time.
-            ev.details.push_back("Cursor opened");
+            add_line(ev, "Cursor opened");
             emit(ev);
             complete_head(CommandResult::rows, p.ts_last_ns);
             return;
         }
-        ev.details.push_back("Reading result set rows");
+        add_line(ev, "Reading result set rows");
         emit(ev);
         stage_ = Stage::wait_for_row;
         rows_in_set_ = 0;
@@ -491,7 +478,9 @@ void ConnectionTracer::server_field_def(Packet &p, ProtocolEvent &ev) {
         if (room) {
             result_types_.push_back({def->type, (def->flags & kColumnFlagUnsigned) != 0});
         }
-        std::string &line = ev.details.emplace_back("Field: ");
+    }
+    if (def && options_.event_contents) {
+        std::string &line = add_line(ev, "Field: ");
         const size_t at = line.size();
         if (!def->table.empty()) {
             line += def->table;
@@ -507,11 +496,11 @@ void ConnectionTracer::server_field_def(Packet &p, ProtocolEvent &ev) {
         }
         line += ' ';
         line += field_type_name(def->type);
-    } else {
+    } else if (!def) {
         if (room) {
             result_types_.push_back({field_type::string, false});
         }
-        ev.details.push_back("Received next field definition");
+        add_line(ev, "Received next field definition");
     }
     if (!field_list_ && col_remaining_ > 0) {
         --col_remaining_;
@@ -534,14 +523,17 @@ void ConnectionTracer::server_param_def(Packet &p, ProtocolEvent &ev) {
         return;
     }
     if (b0 == 0xFE && p.length < 9) {
-        ev.details.push_back("No more parameters");
+        add_line(ev, "No more parameters");
         emit(ev);
         params_done();
         return;
     }
     auto def = decode_column_def(p.payload, (caps() & cap::mariadb_extended_metadata) != 0);
-    ev.details.push_back(def ? "Parameter: " + field_type_name(def->type)
-                             : std::string("Received next parameter description"));
+    if (def) {
+        add_line(ev, "Parameter: ", field_type_name(def->type));
+    } else {
+        add_line(ev, "Received next parameter description");
+    }
     if (param_remaining_ > 0) {
         --param_remaining_;
     }
@@ -569,9 +561,9 @@ void ConnectionTracer::end_of_rows(Packet &p, ProtocolEvent &ev) {
         st = eof->status;
     }
     ev.row_count = rows_in_set_;
-    ev.details.push_back("End of data; " + std::to_string(rows_in_set_) + " rows");
+    add_line(ev, "End of data; ", rows_in_set_, " rows");
     if (st & status::more_results_exist) {
-        ev.details.push_back("Expecting next result set");
+        add_line(ev, "Expecting next result set");
         emit(ev);
         stage_ = Stage::wait_for_result;
         return;
@@ -606,24 +598,27 @@ void ConnectionTracer::server_row(Packet &p, ProtocolEvent &ev) {
     const bool replication =
         h != nullptr && (h->code == com::binlog_dump || h->code == com::binlog_dump_gtid ||
                          h->code == com::table_dump);
-    if (rows_in_set_ <= options_.max_rows_shown && !replication && !p.truncated() &&
-        !binary_rows_) {
-        std::string &line = ev.details.emplace_back("Row: ");
+    const bool shown = options_.event_contents && rows_in_set_ <= options_.max_rows_shown &&
+                       !replication && !p.truncated();
+    if (shown && !binary_rows_) {
+        std::string &line = add_line(ev, "Row: ");
         if (!append_text_row(line, p.payload, options_.max_value_len, &result_types_)) {
             line = "Received next row";
         }
-    } else if (rows_in_set_ <= options_.max_rows_shown && !replication && !p.truncated()) {
+    } else if (shown) {
         std::optional<RowValues> values =
             decode_binary_row(p.payload, result_types_, options_.max_value_len);
         if (values) {
-            ev.details.push_back("Row: " + join(*values, ", "));
+            detail::append_joined(add_line(ev, "Row: "), *values, ", ");
         } else {
-            ev.details.push_back("Received next row");
+            add_line(ev, "Received next row");
         }
     } else if (p.truncated()) {
-        ev.details.push_back(p.gap ? std::string("Received next row (cut by the capture)")
-                                   : "Received next row (" + std::to_string(p.length) +
-                                         " bytes, not all kept)");
+        if (p.gap) {
+            add_line(ev, "Received next row (cut by the capture)");
+        } else {
+            add_line(ev, "Received next row (", p.length, " bytes, not all kept)");
+        }
     }
     emit(ev);
 }
@@ -642,7 +637,7 @@ void ConnectionTracer::server_ps_description(Packet &p, ProtocolEvent &ev) {
     }
     auto po = b0 == 0x00 ? decode_prepare_ok(p.payload) : std::nullopt;
     if (!po) {
-        ev.details.push_back("Wrong PS description");
+        add_line(ev, "Wrong PS description");
         emit(ev);
         complete_head(CommandResult::incomplete, p.ts_last_ns);
         return;
@@ -650,8 +645,8 @@ void ConnectionTracer::server_ps_description(Packet &p, ProtocolEvent &ev) {
     ev.statement_id = po->statement_id;
     ev.column_count = po->columns;
     ev.warnings = po->warnings;
-    ev.details.push_back("Prepared statement " + std::to_string(po->statement_id) + "; params: " +
-                         std::to_string(po->params) + ", cols: " + std::to_string(po->columns));
+    add_line(ev, "Prepared statement ", po->statement_id, "; params: ", po->params,
+             ", cols: ", po->columns);
     emit(ev);
     if (h != nullptr) {
         h->summary.statement_id = po->statement_id;

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Small formatting helpers shared by the parts of the stage machine
 // (wl6226.cpp: the connection; wl6226_client.cpp: what the client sends;
-// wl6226_server.cpp: replies).
+// wl6226_server.cpp: replies; wl6226_events.cpp: building and emitting
+// events).
 #pragma once
 
 #include "util/hex.h"
 
 #include <charconv>
+#include <concepts>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mysqltrace::protocol::detail {
@@ -21,14 +24,45 @@ inline std::string hex64(uint64_t v) {
     return std::string(buf, r.ptr);
 }
 
-inline std::string join(const std::vector<std::string> &v, const char *sep) {
-    std::string out;
+// A number in hexadecimal as hex64 writes it, for append_part.
+struct Hex64 {
+    uint64_t v;
+};
+
+// One part of a detail line appended to it, without a temporary string:
+// text as is, integers in decimal as std::to_string writes them.
+inline void append_part(std::string &s, std::string_view v) {
+    s += v;
+}
+inline void append_part(std::string &s, char c) {
+    s += c;
+}
+template <std::integral T>
+requires(!std::same_as<T, char> && !std::same_as<T, bool>) inline void append_part(std::string &s,
+                                                                                   T v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+    s.append(buf, r.ptr);
+}
+inline void append_part(std::string &s, Hex64 h) {
+    char buf[2 + 16] = {'0', 'x'};
+    const auto r = std::to_chars(buf + 2, buf + sizeof(buf), h.v, 16);
+    s.append(buf, r.ptr);
+}
+
+// Appends v's elements to out, sep between them.
+inline void append_joined(std::string &out, const std::vector<std::string> &v, const char *sep) {
     for (size_t i = 0; i < v.size(); ++i) {
         if (i > 0) {
             out += sep;
         }
         out += v[i];
     }
+}
+
+inline std::string join(const std::vector<std::string> &v, const char *sep) {
+    std::string out;
+    append_joined(out, v, sep);
     return out;
 }
 

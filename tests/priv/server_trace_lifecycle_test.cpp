@@ -252,8 +252,9 @@ TEST_P(ServerTrace, ReaderNiceSetsTheReadersPriorityOnly) {
 }
 
 // Without --reader-nice, a reader that falls behind (here: stopped while a
-// client keeps the server busy, so its 512 KiB rings fill) raises its
-// priority when it runs again, and says so at the end.
+// client keeps the server busy, so its 512 KiB rings fill) runs at nice -20
+// when it runs again, and says so at the end. (It starts at -20 too, and
+// this trace is shorter than the 10 s of keeping up that bring it back.)
 TEST_P(ServerTrace, ReaderBehindRaisesItsPriorityAndSaysSo) {
     std::atomic<bool> stop{false};
     std::atomic<int> failures{0};
@@ -282,12 +283,10 @@ TEST_P(ServerTrace, ReaderBehindRaisesItsPriorityAndSaysSo) {
     EXPECT_EQ(failures, 0);
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(
-        r.err.find("mysqltrace: the reader fell behind 1 time and ran at up to nice -20 for "),
-        std::string::npos)
-        << r.err;
-    EXPECT_NE(r.err.find(" s to catch up (--reader-nice N fixes its priority)\n"),
+    EXPECT_NE(r.err.find("mysqltrace: the reader fell behind 1 time; it ran at nice -20 for "),
               std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(" s in all (--reader-nice N fixes its priority)\n"), std::string::npos)
         << r.err;
 }
 

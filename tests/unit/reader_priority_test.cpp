@@ -27,64 +27,68 @@ struct Calls {
     }
 };
 
-TEST(ReaderPriority, KeepingUpChangesNothing) {
+TEST(ReaderPriority, StartsRaisedAndDropsBackAfterTenSecondsOfKeepingUp) {
     Calls c;
     ReaderPriority p({}, 0, c.setter());
-    ASSERT_TRUE(p.start().ok());
-    for (uint64_t t = 0; t < 100; t++) {
+    ASSERT_TRUE(p.start(0).ok());
+    EXPECT_EQ(p.nice(), -20);
+    for (uint64_t t = 0; t <= 100; t++) {
         p.check(0.13, t * 100 * kMs);  // woken at an eighth, on time
     }
-    p.finish(10'000 * kMs);
-    EXPECT_TRUE(c.set.empty());
-    EXPECT_EQ(p.note(), "");
+    EXPECT_EQ(p.nice(), 0);
+    p.finish(20'000 * kMs);
+    EXPECT_EQ(c.set, (std::vector<int>{-20, 0}));
+    EXPECT_EQ(p.falls_behind(), 0u);
+    EXPECT_EQ(p.raised_ns(), 10'000 * kMs);
+    EXPECT_EQ(p.note(), "");  // it never fell behind
 }
 
 TEST(ReaderPriority, RaisedWhileBehindThenBackAfterTenSecondsOfKeepingUp) {
     Calls c;
     ReaderPriority p({}, 0, c.setter());
-    ASSERT_TRUE(p.start().ok());
-    p.check(0.3, 1000 * kMs);  // a quarter: -10
-    EXPECT_EQ(p.nice(), -10);
-    p.check(0.6, 1100 * kMs);  // half: -20
+    p.check(0.2, 900 * kMs);  // late, but less than a quarter: stays
+    EXPECT_EQ(p.nice(), 0);
+    p.check(0.3, 1000 * kMs);  // a quarter: -20
     EXPECT_EQ(p.nice(), -20);
-    p.check(0.3, 1200 * kMs);  // still behind: stays
+    p.check(0.6, 1100 * kMs);  // still behind: stays
+    p.check(0.3, 1200 * kMs);
     p.check(0.1, 1300 * kMs);  // keeping up from here
     p.check(0.15, 11200 * kMs);
     EXPECT_EQ(p.nice(), -20);
     p.check(0.1, 11300 * kMs);  // ten seconds of keeping up
     EXPECT_EQ(p.nice(), 0);
-    EXPECT_EQ(c.set, (std::vector<int>{-10, -20, 0}));
-    EXPECT_EQ(p.raises(), 1u);
+    EXPECT_EQ(c.set, (std::vector<int>{-20, 0}));
+    EXPECT_EQ(p.falls_behind(), 1u);
     EXPECT_EQ(p.raised_ns(), 10300 * kMs);
-    // Behind again: a second raise; the calm period starts over each time.
+    // Behind again; the calm period starts over each time.
     p.check(0.25, 12000 * kMs);
     p.check(0.1, 12100 * kMs);
     p.check(0.2, 12500 * kMs);  // above 3/16: not calm
     p.check(0.1, 12600 * kMs);
     p.check(0.1, 22500 * kMs);
-    EXPECT_EQ(p.nice(), -10);
+    EXPECT_EQ(p.nice(), -20);
     p.finish(22550 * kMs);  // the end of the trace puts it back
     EXPECT_EQ(p.nice(), 0);
-    EXPECT_EQ(p.raises(), 2u);
+    EXPECT_EQ(p.falls_behind(), 2u);
     EXPECT_EQ(p.raised_ns(), 10300 * kMs + 10550 * kMs);
     EXPECT_EQ(p.note(),
-              "mysqltrace: the reader fell behind 2 times and ran at up to nice -20 for 20.9 s to "
-              "catch up (--reader-nice N fixes its priority)");
+              "mysqltrace: the reader fell behind 2 times; it ran at nice -20 for 20.9 s in all "
+              "(--reader-nice N fixes its priority)");
 }
 
 TEST(ReaderPriority, StartsFromTheThreadsOwnNice) {
     Calls c;
     ReaderPriority p({}, 5, c.setter());
     p.check(0.3, kMs);
-    EXPECT_EQ(p.nice(), -10);
+    EXPECT_EQ(p.nice(), -20);
     p.finish(2 * kMs);
-    EXPECT_EQ(c.set, (std::vector<int>{-10, 5}));
+    EXPECT_EQ(c.set, (std::vector<int>{-20, 5}));
 }
 
 TEST(ReaderPriority, FixedValueIsSetOnceAndNeverAdapted) {
     Calls c;
     ReaderPriority p(19, 0, c.setter());
-    ASSERT_TRUE(p.start().ok());
+    ASSERT_TRUE(p.start(0).ok());
     p.check(0.9, kMs);
     p.finish(2 * kMs);
     EXPECT_EQ(c.set, (std::vector<int>{19}));
@@ -95,7 +99,7 @@ TEST(ReaderPriority, RefusedFixedValueIsAnError) {
     Calls c;
     c.fail = EACCES;
     ReaderPriority p(-5, 0, c.setter());
-    auto r = p.start();
+    auto r = p.start(0);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().message.find("--reader-nice"), std::string::npos);
 }
@@ -104,7 +108,9 @@ TEST(ReaderPriority, RefusedRaiseIsSaidOnceAndNotRetried) {
     Calls c;
     c.fail = EPERM;
     ReaderPriority p({}, 0, c.setter());
-    ASSERT_TRUE(p.start().ok());
+    ASSERT_TRUE(p.start(0).ok());  // refused: it starts at 0, quietly
+    EXPECT_EQ(p.nice(), 0);
+    EXPECT_EQ(p.note(), "");
     p.check(0.9, kMs);
     c.fail = 0;
     p.check(0.9, 2 * kMs);  // not tried again

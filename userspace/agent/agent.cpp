@@ -420,14 +420,17 @@ Result<void> Agent::run() {
     const uint64_t end =
         opts_.duration_s > 0 ? start + static_cast<uint64_t>(opts_.duration_s * 1e9) : UINT64_MAX;
     uint64_t next_tick = start + 1'000'000'000;
-    // This thread drains every server's rings: it takes priority only while
-    // it falls behind (trace/reader_priority.h).
+    // This thread drains every server's rings: it takes priority while it
+    // falls behind, and at the start (trace/reader_priority.h).
     const auto tid = static_cast<id_t>(gettid());
     errno = 0;
     const int nice = getpriority(PRIO_PROCESS, tid);
     trace::ReaderPriority priority({}, errno == 0 ? nice : 0, [tid](int n) {
         return setpriority(PRIO_PROCESS, tid, n) == 0 ? 0 : errno;
     });
+    if (auto started = priority.start(bpf::monotonic_ns()); !started) {
+        return started.error();  // never: only a fixed value can fail
+    }
     bool stop = false;
     const char *stop_why = "agent stopped";
     while (!stop) {

@@ -32,11 +32,12 @@ void add_trace_options(CLI::App *cmd, TraceArgs &args, const std::vector<std::st
         ->capture_default_str();
     cmd->add_option("--reader-nice", args.reader_nice,
                     "Fixed scheduling priority (nice) of the thread that reads the ring buffers. "
-                    "By default it competes like any other thread while it keeps up, and raises "
-                    "its priority (to nice -10, then -20) only while it falls behind, when a "
-                    "ring buffer is a quarter full: on a machine whose CPUs the traced programs "
-                    "keep busy it would otherwise get too little CPU and drop records. The end "
-                    "of the trace says when that happened. A fixed value turns this off: 19 "
+                    "By default it runs at nice -20 while it falls behind (a ring buffer a "
+                    "quarter full when it wakes) and for the first seconds of a trace, and "
+                    "competes like any other thread once it has kept up for 10 s: on a machine "
+                    "whose CPUs the traced programs keep busy it would otherwise get too little "
+                    "CPU and drop records. The end of the trace says when it fell behind. A "
+                    "fixed value turns this off: 19 "
                     "never takes CPU from the traced programs (records are dropped, and "
                     "counted, instead)")
         ->check(CLI::Range(-20, 19));

@@ -8,14 +8,21 @@
 namespace mysqltrace::trace {
 
 ReaderPriority::ReaderPriority(std::optional<int> fixed, int current_nice, Setter set)
-    : fixed_(fixed),
-      base_(current_nice),
-      nice_(current_nice),
-      set_(std::move(set)),
-      highest_(current_nice) {}
+    : fixed_(fixed), base_(current_nice), nice_(current_nice), set_(std::move(set)) {}
 
-Result<void> ReaderPriority::start() {
-    if (!fixed_ || *fixed_ == nice_) {
+Result<void> ReaderPriority::start(uint64_t now_ns) {
+    if (!fixed_) {
+        // A trace starts with bursts (attaching mid-run, connections made
+        // at once) while the reader has yet to see a ring: it starts raised,
+        // and drops back once it has kept up for kCalmNs. Refused (no
+        // CAP_SYS_NICE): it starts where it is.
+        if (kRaised < nice_ && set_(kRaised) == 0) {
+            nice_ = kRaised;
+            raised_since_ = now_ns;
+        }
+        return {};
+    }
+    if (*fixed_ == nice_) {
         return {};
     }
     if (int err = set_(*fixed_); err != 0) {
@@ -34,36 +41,41 @@ void ReaderPriority::set(int nice, uint64_t now_ns) {
         failed_errno_ = err;
         return;
     }
-    if (nice < nice_ && nice_ == base_) {
-        raises_++;
+    if (nice_ == base_) {
         raised_since_ = now_ns;
     }
-    if (nice == base_ && raised_since_ != 0) {
+    if (nice == base_) {
         raised_ns_ += now_ns - raised_since_;
-        raised_since_ = 0;
     }
     nice_ = nice;
-    highest_ = std::min(highest_, nice);
 }
 
 void ReaderPriority::check(double fill, uint64_t now_ns) {
     if (fixed_ || failed_errno_ != 0) {
         return;
     }
-    if (fill >= kFarBehind) {
-        set(std::min(nice_, kHighest), now_ns);
-    } else if (fill >= kBehind) {
-        set(std::min(nice_, kRaised), now_ns);
-    }
-    if (nice_ == base_ || fill >= kKeepingUp) {
-        calm_since_ = 0;
+    if (fill >= kBehind) {
+        if (!behind_) {
+            behind_ = true;
+            falls_++;
+        }
+        set(kRaised, now_ns);
+        calm_ = false;
         return;
     }
-    if (calm_since_ == 0) {
+    if (fill < kKeepingUp) {
+        behind_ = false;
+    }
+    if (nice_ == base_ || fill >= kKeepingUp) {
+        calm_ = false;
+        return;
+    }
+    if (!calm_) {
+        calm_ = true;
         calm_since_ = now_ns;
     } else if (now_ns - calm_since_ >= kCalmNs) {
         set(base_, now_ns);
-        calm_since_ = 0;
+        calm_ = false;
     }
 }
 
@@ -79,14 +91,14 @@ std::string ReaderPriority::note(bool hint) const {
                std::string(std::strerror(failed_errno_)) + "): records may be dropped" +
                (hint ? "; --reader-nice needs CAP_SYS_NICE" : "");
     }
-    if (raises_ == 0) {
+    if (falls_ == 0) {
         return "";
     }
-    std::string s = "mysqltrace: the reader fell behind " + std::to_string(raises_) +
-                    (raises_ == 1 ? " time" : " times") + " and ran at up to nice " +
-                    std::to_string(highest_) + " for ";
+    std::string s = "mysqltrace: the reader fell behind " + std::to_string(falls_) +
+                    (falls_ == 1 ? " time" : " times") + "; it ran at nice " +
+                    std::to_string(kRaised) + " for ";
     output::append_fixed(s, raised_ns_, 1'000'000'000, 1);
-    return s + " s to catch up" + (hint ? " (--reader-nice N fixes its priority)" : "");
+    return s + " s in all" + (hint ? " (--reader-nice N fixes its priority)" : "");
 }
 
 }  // namespace mysqltrace::trace

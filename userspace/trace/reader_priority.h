@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // The ring reader's scheduling priority. Given --reader-nice, it is fixed.
 // Without it the reader competes like any other thread while it keeps up,
-// and takes priority only while it falls behind: on a machine whose CPUs the
+// and takes priority while it falls behind: on a machine whose CPUs the
 // traced programs saturate (200 sysbench connections on 2 CPUs) a thread at
 // the default nice gets a slice too small for the ~8% of a core the reader
 // needs, and the rings overflow. Behind means the fullest ring holds a
 // quarter of its size when the reader wakes (it is woken at an eighth); the
-// work it then does is due anyway, only sooner.
+// work it then does is due anyway, only sooner. It also starts raised, for
+// the bursts a trace starts with, until it has kept up for kCalmNs.
 #pragma once
 
 #include <cstdint>
@@ -25,25 +26,27 @@ class ReaderPriority {
     // Unset `fixed`: adaptive, starting from the thread's current nice.
     ReaderPriority(std::optional<int> fixed, int current_nice, Setter set);
 
-    // Applies a fixed value; an error names --reader-nice.
-    Result<void> start();
+    // Applies a fixed value (an error names --reader-nice), or raises the
+    // priority for the start of the trace.
+    Result<void> start(uint64_t now_ns);
     // At each wakeup, before draining: the fullest ring's unread share.
     void check(double fill, uint64_t now_ns);
     // Back to where it started (end of the trace).
     void finish(uint64_t now_ns);
 
     int nice() const { return nice_; }
-    unsigned raises() const { return raises_; }
+    // Times it fell behind (a quarter-full ring, after having kept up).
+    unsigned falls_behind() const { return falls_; }
     uint64_t raised_ns() const { return raised_ns_; }
     // One line for the end of a trace when the reader had to raise its
     // priority (or could not); empty otherwise. `hint`: how to fix it.
     std::string note(bool hint = true) const;
 
     static constexpr double kBehind = 0.25;       // -> kRaised
-    static constexpr double kFarBehind = 0.5;     // -> kHighest
     static constexpr double kKeepingUp = 0.1875;  // for kCalmNs: back to the start
-    static constexpr int kRaised = -10;
-    static constexpr int kHighest = -20;
+    // -10 was not enough: with 200 sysbench connections on 2 CPUs a reader
+    // at -10 still dropped 23k-54k records in 8 s, at -20 none.
+    static constexpr int kRaised = -20;
     // A machine saturated once tends to stay so: raised priority costs
     // nothing while there is nothing to read, falling behind again does.
     static constexpr uint64_t kCalmNs = 10'000'000'000;
@@ -55,11 +58,12 @@ class ReaderPriority {
     int base_;
     int nice_;
     Setter set_;
-    unsigned raises_ = 0;
-    uint64_t raised_since_ = 0;  // 0: at base
+    unsigned falls_ = 0;
+    bool behind_ = false;
+    uint64_t raised_since_ = 0;  // while not at base_
     uint64_t raised_ns_ = 0;
-    uint64_t calm_since_ = 0;  // 0: not calm
-    int highest_ = 0;
+    bool calm_ = false;  // keeping up, while raised, since calm_since_
+    uint64_t calm_since_ = 0;
     int failed_errno_ = 0;  // raising was refused (no CAP_SYS_NICE)
 };
 

@@ -72,7 +72,7 @@ int pidfd_open(pid_t pid) {
 
 Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &opts,
                                       ReaderPriority &priority) {
-    if (auto started = priority.start(); !started) {
+    if (auto started = priority.start(bpf::monotonic_ns()); !started) {
         return started.error();
     }
     const sigset_t mask = stop_signals();

@@ -42,6 +42,18 @@ class ClientTrace : public ::testing::TestWithParam<ServerFlavour> {
         out_ = trace_path_for_test(*server_);
     }
 
+    // sysbench point_select's arguments, its 1000-row table made afresh.
+    std::vector<std::string> sysbench_prepared() {
+        EXPECT_TRUE(server_->query("CREATE DATABASE IF NOT EXISTS sbtest").ok());
+        EXPECT_TRUE(server_->query("DROP TABLE IF EXISTS sbtest.sbtest1").ok());
+        std::vector<std::string> common = server_->sysbench_point_select(1000);
+        auto prep = common;
+        prep.push_back("prepare");
+        auto p = run_command(prep);
+        EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+        return common;
+    }
+
     // The libmariadb driver over the unix socket, or over loopback TCP.
     std::vector<std::string> c_client(const std::vector<std::string> &extra = {}) {
         return with(extra, {testprog("mt_client"), "--socket", server_->socket_path()});
@@ -276,12 +288,8 @@ TEST_P(ClientTrace, CAttachMidConnectionResyncsAtNextCommand) {
 // sysbench (libmariadb, two threads, server-side prepared statements): every
 // query it reports must appear in the trace as exactly one command.
 TEST_P(ClientTrace, SysbenchCommandsMatchItsOwnCount) {
-    ASSERT_TRUE(server_->query("CREATE DATABASE IF NOT EXISTS sbtest").ok());
-    const std::vector<std::string> common = server_->sysbench_point_select(1000);
-    auto prep = common;
-    prep.push_back("prepare");
-    auto p = run_command(prep);
-    ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+    const std::vector<std::string> common = sysbench_prepared();
+    ASSERT_FALSE(HasFailure());
 
     auto run = common;
     for (const char *a : {"--threads=2", "--events=3000", "--time=0", "run"}) {
@@ -347,13 +355,8 @@ TEST_P(ClientTrace, SysbenchCommandsMatchItsOwnCount) {
 // connections look like something else, and the trace ended with
 // "0 connections".
 TEST_P(ClientTrace, SysbenchAttachedMidRunWhileProbesAttachSlowly) {
-    ASSERT_TRUE(server_->query("CREATE DATABASE IF NOT EXISTS sbtest").ok());
-    ASSERT_TRUE(server_->query("DROP TABLE IF EXISTS sbtest.sbtest1").ok());
-    const std::vector<std::string> common = server_->sysbench_point_select(1000);
-    auto prep = common;
-    prep.push_back("prepare");
-    auto p = run_command(prep);
-    ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+    const std::vector<std::string> common = sysbench_prepared();
+    ASSERT_FALSE(HasFailure());
 
     // 2000 queries a second: ~50 replies per connection in each pause.
     auto run = common;

@@ -44,6 +44,15 @@ void put(JsonWriter &w, std::string_view key, const std::vector<protocol::QueryA
     w.end_array();
 }
 
+// The keys that sort last in a line with a start and an end, and the line's end.
+void end_timed(JsonWriter &w, std::string &out, uint32_t tid, uint64_t end_ns, uint64_t start_ns) {
+    w.field("tid", tid);
+    w.field("ts_end_ns", end_ns);
+    w.field("ts_start_ns", start_ns);
+    w.end_object();
+    out += '\n';
+}
+
 }  // namespace
 
 void append_protocol_json(std::string &out, const ProtocolEvent &ev,
@@ -128,11 +137,7 @@ void append_command_summary_json(std::string &out, const CommandSummary &s) {
     put(w, "sql", s.sql);
     put(w, "sql_bytes", s.sql_bytes);
     put(w, "statement_id", s.statement_id);
-    w.field("tid", s.tid);
-    w.field("ts_end_ns", s.ts_end_ns);
-    w.field("ts_start_ns", s.ts_start_ns);
-    w.end_object();
-    out += '\n';
+    end_timed(w, out, s.tid, s.ts_end_ns, s.ts_start_ns);
 }
 
 void append_api_call_json(std::string &out, const protocol::ApiCall &call) {
@@ -165,11 +170,7 @@ void append_api_call_json(std::string &out, const protocol::ApiCall &call) {
     }
     put(w, "sql_bytes", call.arg_bytes);
     put(w, "sqlstate", call.sqlstate);
-    w.field("tid", call.tid);
-    w.field("ts_end_ns", call.ts_end_ns);
-    w.field("ts_start_ns", call.ts_begin_ns);
-    w.end_object();
-    out += '\n';
+    end_timed(w, out, call.tid, call.ts_end_ns, call.ts_begin_ns);
 }
 
 std::string render_protocol_json(const ProtocolEvent &ev, const ProtocolJsonOptions &options) {

@@ -2,7 +2,6 @@
 #include "agent/agent.h"
 
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -422,12 +421,7 @@ Result<void> Agent::run() {
     uint64_t next_tick = start + 1'000'000'000;
     // This thread drains every server's rings: it takes priority while it
     // falls behind, and at the start (trace/reader_priority.h).
-    const auto tid = static_cast<id_t>(gettid());
-    errno = 0;
-    const int nice = getpriority(PRIO_PROCESS, tid);
-    trace::ReaderPriority priority({}, errno == 0 ? nice : 0, [tid](int n) {
-        return setpriority(PRIO_PROCESS, tid, n) == 0 ? 0 : errno;
-    });
+    auto priority = trace::ReaderPriority::for_this_thread({});
     if (auto started = priority.start(bpf::monotonic_ns()); !started) {
         return started.error();  // never: only a fixed value can fail
     }

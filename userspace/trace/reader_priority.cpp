@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "trace/reader_priority.h"
 
+#include <cerrno>
 #include <cstring>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "output/units.h"
 
@@ -9,6 +13,15 @@ namespace mysqltrace::trace {
 
 ReaderPriority::ReaderPriority(std::optional<int> fixed, int current_nice, Setter set)
     : fixed_(fixed), base_(current_nice), nice_(current_nice), set_(std::move(set)) {}
+
+ReaderPriority ReaderPriority::for_this_thread(std::optional<int> fixed) {
+    const auto tid = static_cast<id_t>(gettid());
+    errno = 0;
+    const int current = getpriority(PRIO_PROCESS, tid);
+    return ReaderPriority(fixed, errno == 0 ? current : 0, [tid](int nice) {
+        return setpriority(PRIO_PROCESS, tid, nice) == 0 ? 0 : errno;
+    });
+}
 
 Result<void> ReaderPriority::start(uint64_t now_ns) {
     if (!fixed_) {

@@ -25,6 +25,8 @@ class ReaderPriority {
     using Setter = std::function<int(int nice)>;
     // Unset `fixed`: adaptive, starting from the thread's current nice.
     ReaderPriority(std::optional<int> fixed, int current_nice, Setter set);
+    // For the calling thread (Linux keeps a nice value per thread).
+    static ReaderPriority for_this_thread(std::optional<int> fixed);
 
     // Applies a fixed value (an error names --reader-nice), or raises the
     // priority for the start of the trace.

@@ -7,7 +7,6 @@
 #include <cstdio>
 
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -185,13 +184,7 @@ Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &op
 }  // namespace
 
 Result<StopReason> run_loop(bpf::RingSet &rings, const LoopOptions &opts) {
-    // Linux keeps a nice value per thread: this one alone.
-    const auto tid = static_cast<id_t>(gettid());
-    errno = 0;
-    const int current = getpriority(PRIO_PROCESS, tid);
-    ReaderPriority priority(opts.reader_nice, errno == 0 ? current : 0, [tid](int nice) {
-        return setpriority(PRIO_PROCESS, tid, nice) == 0 ? 0 : errno;
-    });
+    auto priority = ReaderPriority::for_this_thread(opts.reader_nice);
     auto stop = loop_until_stopped(rings, opts, priority);
     priority.finish(bpf::monotonic_ns());
     if (const std::string note = priority.note(); !note.empty()) {

@@ -49,30 +49,53 @@ namespace {
 // First byte of a zstd frame's magic number (0xFD2FB528, little-endian).
 constexpr uint8_t kZstdMagic0 = 0x28;
 
+// Up to N objects a thread's streams no longer use, kept for its next
+// streams. Objects given back after the thread's pool is gone (by streams
+// destroyed later, static ones) are not kept: the caller frees them.
+template <typename T, size_t N>
+class Spares {
+  public:
+    // One kept object moved into out; false when none is kept.
+    static bool take(T &out) {
+        alive() = true;
+        Pool &p = pool();
+        if (p.n == 0) {
+            return false;
+        }
+        out = std::move(p.kept[--p.n]);
+        return true;
+    }
+    // v moved into the pool; false when there is no room (v is untouched).
+    static bool give(T &v) {
+        if (!alive() || pool().n == N) {
+            return false;
+        }
+        Pool &p = pool();
+        p.kept[p.n++] = std::move(v);
+        return true;
+    }
+
+  private:
+    struct Pool {
+        T kept[N]{};
+        size_t n = 0;
+        ~Pool() { alive() = false; }
+    };
+    // Trivially destructible, so it can be read after the pool is gone.
+    static bool &alive() {
+        thread_local bool a = false;
+        return a;
+    }
+    static Pool &pool() {
+        thread_local Pool p;
+        return p;
+    }
+};
+
 // Decompressors of closed streams, kept for the next compressed connection
 // the thread decodes: setting up a zlib and a zstd context (tens of KiB each)
 // costs more than decoding a short session. Every frame resets them.
-struct InflaterPool {
-    static constexpr size_t kKeep = 8;
-    PacketStream::Inflater *kept[kKeep] = {};
-    size_t n = 0;
-    ~InflaterPool();
-};
-// Cleared when the thread's pool is gone: streams destroyed later (static
-// ones) free their decompressor instead.
-thread_local bool pool_alive = false;
-thread_local InflaterPool pool;
-
-}  // namespace
-
-namespace {
-
-InflaterPool::~InflaterPool() {
-    pool_alive = false;
-    for (size_t i = 0; i < n; ++i) {
-        delete kept[i];
-    }
-}
+using InflaterSpares = Spares<std::unique_ptr<PacketStream::Inflater>, 8>;
 
 // Payload buffers no stream holds any more (of closed streams, and those a
 // stream had no room for), kept for the thread's next packets: a short
@@ -81,55 +104,37 @@ constexpr size_t kBufferMax = 16384;
 // What a new buffer starts with: most packets fit, so it is not grown byte
 // range by byte range.
 constexpr size_t kBufferStart = 256;
-struct BufferPool {
-    static constexpr size_t kKeep = 32;
-    std::vector<uint8_t> kept[kKeep];
-    size_t n = 0;
-    ~BufferPool();
-};
-thread_local bool buffers_alive = false;
-thread_local BufferPool buffers;
-
-BufferPool::~BufferPool() {
-    buffers_alive = false;
-}
+using BufferSpares = Spares<std::vector<uint8_t>, 32>;
 
 // Takes v's buffer into the pool if there is room, else frees it.
 void give_buffer(std::vector<uint8_t> &v) {
-    if (buffers_alive && buffers.n < BufferPool::kKeep && v.capacity() > 0 &&
-        v.capacity() <= kBufferMax) {
+    if (v.capacity() > 0 && v.capacity() <= kBufferMax) {
         v.clear();
-        buffers.kept[buffers.n++].swap(v);
+        BufferSpares::give(v);
     }
     std::vector<uint8_t>().swap(v);
 }
 
 // An empty buffer for v, which has none.
 void take_buffer(std::vector<uint8_t> &v) {
-    buffers_alive = true;
-    if (buffers.n > 0) {
-        v.swap(buffers.kept[--buffers.n]);
-    } else {
+    if (!BufferSpares::take(v)) {
         v.reserve(kBufferStart);
     }
 }
 
 PacketStream::Inflater *take_inflater() {
-    pool_alive = true;
-    if (pool.n > 0) {
-        return pool.kept[--pool.n];
+    std::unique_ptr<PacketStream::Inflater> inf;
+    if (!InflaterSpares::take(inf)) {
+        inf = std::make_unique<PacketStream::Inflater>();
     }
-    return new PacketStream::Inflater();
+    return inf.release();
 }
 
 }  // namespace
 
 void PacketStream::InflaterDone::operator()(Inflater *inf) const noexcept {
-    if (pool_alive && pool.n < InflaterPool::kKeep) {
-        pool.kept[pool.n++] = inf;
-        return;
-    }
-    delete inf;
+    std::unique_ptr<Inflater> owned(inf);
+    InflaterSpares::give(owned);  // freed here when not kept
 }
 
 PacketStream::PacketStream(size_t max_keep) : max_keep_(max_keep) {}

@@ -462,11 +462,11 @@ Result<void> MariadbServer::install_datadir(const ServerOptions &opts, const std
         return r;
     }
     if (flavour_ == ServerFlavour::mysql) {
-        return run_installer(
+        return run_logged(
             {sandbox_script_, "exec", root_dir_, "--", kMysqldInChroot, "--no-defaults",
              "--user=root", "--initialize-insecure", "--datadir=" + dest,
              "--init-file=" + init_sql_path, "--tmpdir=" + root_dir_, kMysqlRedoCapacity},
-            "mysqld --initialize-insecure");
+            "mysqld --initialize-insecure", "install.log");
     }
     std::vector<std::string> args = {
         opts.install_db_path,
@@ -484,12 +484,12 @@ Result<void> MariadbServer::install_datadir(const ServerOptions &opts, const std
     if (::geteuid() == 0) {
         args.push_back("--user=root");
     }
-    return run_installer(args, "mariadb-install-db");
+    return run_logged(args, "mariadb-install-db", "install.log");
 }
 
-Result<void> MariadbServer::run_installer(const std::vector<std::string> &args,
-                                          const std::string &what) {
-    const std::string log = root_dir_ + "/install.log";
+Result<void> MariadbServer::run_logged(const std::vector<std::string> &args,
+                                       const std::string &what, const std::string &log_name) {
+    const std::string log = root_dir_ + "/" + log_name;
     auto pid = spawn(args, log, true);
     if (!pid) {
         return pid.error();
@@ -505,6 +505,22 @@ Result<void> MariadbServer::run_installer(const std::vector<std::string> &args,
         return Error{0, what + " " + describe_status(*status) + "; log:\n" + log_tail(log)};
     }
     return {};
+}
+
+Result<std::vector<std::string>> MariadbServer::prepare_sysbench_point_select(int table_size) {
+    for (const char *sql :
+         {"CREATE DATABASE IF NOT EXISTS sbtest", "DROP TABLE IF EXISTS sbtest.sbtest1"}) {
+        if (auto r = query(sql); !r) {
+            return r.error();
+        }
+    }
+    std::vector<std::string> args = sysbench_point_select(table_size);
+    auto prepare = args;
+    prepare.push_back("prepare");
+    if (auto r = run_logged(prepare, "sysbench prepare", "sysbench-prepare.log"); !r) {
+        return r.error();
+    }
+    return args;
 }
 
 Result<void> MariadbServer::prepare_datadir(const ServerOptions &opts) {

@@ -102,6 +102,9 @@ class MariadbServer {
                 "--tables=1",
                 "--table-size=" + std::to_string(table_size)};
     }
+    // The same arguments, once the sbtest database exists and its table has
+    // been made afresh by `sysbench ... prepare` (a failure carries its log).
+    mysqltrace::Result<std::vector<std::string>> prepare_sysbench_point_select(int table_size);
     // The flavour's own command-line client (mariadb, or the chroot's mysql
     // run through mysql-sandbox.sh exec, with the same pid), logged in as
     // the password user over the socket; append e.g. {"-e", "SELECT 1"}.
@@ -131,8 +134,9 @@ class MariadbServer {
     mysqltrace::Result<void> install_datadir(const ServerOptions &opts, const std::string &dest);
     mysqltrace::Result<bool> launch(const ServerOptions &opts);
     mysqltrace::Result<void> make_certificate();
-    mysqltrace::Result<void> run_installer(const std::vector<std::string> &args,
-                                           const std::string &what);
+    // Runs a helper program to its end, its output in root_dir()/log_name.
+    mysqltrace::Result<void> run_logged(const std::vector<std::string> &args,
+                                        const std::string &what, const std::string &log_name);
     void close_session();
 
     ServerFlavour flavour_ = ServerFlavour::mariadb;

@@ -44,14 +44,9 @@ class ClientTrace : public ::testing::TestWithParam<ServerFlavour> {
 
     // sysbench point_select's arguments, its 1000-row table made afresh.
     std::vector<std::string> sysbench_prepared() {
-        EXPECT_TRUE(server_->query("CREATE DATABASE IF NOT EXISTS sbtest").ok());
-        EXPECT_TRUE(server_->query("DROP TABLE IF EXISTS sbtest.sbtest1").ok());
-        std::vector<std::string> common = server_->sysbench_point_select(1000);
-        auto prep = common;
-        prep.push_back("prepare");
-        auto p = run_command(prep);
-        EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
-        return common;
+        auto args = server_->prepare_sysbench_point_select(1000);
+        EXPECT_TRUE(args.ok()) << args.error().message;
+        return args ? args.value() : std::vector<std::string>{};
     }
 
     // The libmariadb driver over the unix socket, or over loopback TCP.

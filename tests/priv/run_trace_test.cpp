@@ -255,12 +255,9 @@ TEST_P(RunTrace, ServerKilledMidQueryIsLostConnection) {
 // shim changes nothing sysbench reports, and the trace has one
 // COM_STMT_EXECUTE and one mysql_stmt_execute call per query it counts.
 TEST_P(RunTrace, SysbenchUnchangedByTheShimAndFullyTraced) {
-    ASSERT_TRUE(server_->query("CREATE DATABASE IF NOT EXISTS sbtest").ok());
-    std::vector<std::string> sb = server_->sysbench_point_select(1000);
-    auto prep = sb;
-    prep.push_back("prepare");
-    auto p = run_command(prep);
-    ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+    auto prepared = server_->prepare_sysbench_point_select(1000);
+    ASSERT_TRUE(prepared.ok()) << prepared.error().message;
+    std::vector<std::string> sb = prepared.value();
     for (const char *a : {"--threads=2", "--events=2000", "--time=0", "run"}) {
         sb.push_back(a);
     }

@@ -288,12 +288,9 @@ TEST_P(ServerTrace, TableIoRowsAsHandlerWaits) {
 // row): the rings must wake the reader in time, so nothing is dropped and
 // every row is there.
 TEST_P(ServerTrace, TableIoUnderLoadLosesNothing) {
-    ASSERT_TRUE(server_->query("create database if not exists sbtest").ok());
-    const std::vector<std::string> common = server_->sysbench_point_select(1000);
-    auto prep = common;
-    prep.push_back("prepare");
-    auto p = run_command(prep);
-    ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+    auto prepared = server_->prepare_sysbench_point_select(1000);
+    ASSERT_TRUE(prepared.ok()) << prepared.error().message;
+    const std::vector<std::string> common = prepared.value();
     auto tracer = start_server_tracer(
         *server_, {"--table-io", "--stages", "off", "--format", "json", "--output", out_path_});
     constexpr int kEvents = 20000;

@@ -232,15 +232,9 @@ void ConnectionTracer::handle_auth_client_packet(Packet &p, const Ctx &ctx) {
         }
         add_line(ev, "Client capabilities: ", detail::Hex64{hr->capabilities});
         if (!hr->attributes.empty() && options_.event_contents) {
-            std::string &line = add_line(ev, "Connection attributes: ");
-            const char *sep = "";
-            for (const auto &[k, v] : hr->attributes) {
-                detail::append_part(line, sep);
-                detail::append_part(line, k);
-                detail::append_part(line, '=');
-                detail::append_part(line, v);
-                sep = ", ";
-            }
+            detail::append_name_values(
+                add_line(ev, "Connection attributes: "), hr->attributes,
+                [](const auto &kv) -> const auto & { return kv; });
         }
     } else {
         announce(fallback_plugin);
@@ -408,15 +402,10 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
 
 void ConnectionTracer::add_attributes_line(ProtocolEvent &ev,
                                            const std::vector<QueryAttribute> &attributes) {
-    std::string &line = add_line(ev, "Query attributes: ");
-    const char *sep = "";
-    for (const QueryAttribute &a : attributes) {
-        detail::append_part(line, sep);
-        detail::append_part(line, a.name);
-        detail::append_part(line, '=');
-        detail::append_part(line, a.value);
-        sep = ", ";
-    }
+    detail::append_name_values(
+        add_line(ev, "Query attributes: "), attributes, [](const QueryAttribute &a) {
+            return std::pair<std::string_view, std::string_view>(a.name, a.value);
+        });
 }
 
 void ConnectionTracer::describe_command(ProtocolEvent &ev, const Command &c, const Packet &p,

@@ -50,6 +50,21 @@ inline void append_part(std::string &s, Hex64 h) {
     s.append(buf, r.ptr);
 }
 
+// Appends "name=value" for each item, ", " between them; `name_value`
+// gives an item's two parts.
+template <typename Items, typename NameValue>
+void append_name_values(std::string &s, const Items &items, NameValue name_value) {
+    const char *sep = "";
+    for (const auto &item : items) {
+        const auto &[name, value] = name_value(item);
+        append_part(s, sep);
+        append_part(s, name);
+        append_part(s, '=');
+        append_part(s, value);
+        sep = ", ";
+    }
+}
+
 // Appends v's elements to out, sep between them.
 inline void append_joined(std::string &out, const std::vector<std::string> &v, const char *sep) {
     for (size_t i = 0; i < v.size(); ++i) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "output/clock.h"
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -14,6 +15,16 @@ uint64_t clock_ns(clockid_t id) {
     clock_gettime(id, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
+
+// "00" "01" ... "99".
+constexpr std::array<char, 200> kTwoDigits = [] {
+    std::array<char, 200> t{};
+    for (int i = 0; i < 100; i++) {
+        t[2 * i] = static_cast<char>('0' + i / 10);
+        t[2 * i + 1] = static_cast<char>('0' + i % 10);
+    }
+    return t;
+}();
 
 }  // namespace
 
@@ -33,11 +44,12 @@ size_t Clock::put_wall(uint64_t monotonic_ns, char *buf) const {
         cached_sec_ = sec;
     }
     std::memcpy(buf, cached_hms_, 9);
-    unsigned us = static_cast<unsigned>((ns % 1'000'000'000ull) / 1000);
-    for (int i = 14; i >= 9; i--) {
-        buf[i] = static_cast<char>('0' + us % 10);
-        us /= 10;
-    }
+    // Two digits at a time, from a table: three independent divisions
+    // instead of a chain of six (this runs for every line of a trace).
+    const unsigned us = static_cast<unsigned>((ns % 1'000'000'000ull) / 1000);
+    std::memcpy(buf + 9, kTwoDigits.data() + 2 * (us / 10000), 2);
+    std::memcpy(buf + 11, kTwoDigits.data() + 2 * (us / 100 % 100), 2);
+    std::memcpy(buf + 13, kTwoDigits.data() + 2 * (us % 100), 2);
     return kWallChars;
 }
 

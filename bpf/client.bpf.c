@@ -674,9 +674,11 @@ int BPF_PROG(client_exit, struct task_struct *task)
 
 // ---- The shim's USDT probes (include/mysqltrace/abi/usdt.h) ----
 
+static __noinline int deferred_begin(__u32 tgid, __u64 info);
+
 SEC("usdt")
 int BPF_USDT(client_shim_io, int op, __u32 conn, int fd, __u64 ptr, __u64 len, __s64 ret, int kind,
-             int family, __u64 start_ns)
+             int family, __u64 start_ns, __u64 begin)
 {
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
     struct inflight in = {};
@@ -686,6 +688,8 @@ int BPF_USDT(client_shim_io, int op, __u32 conn, int fd, __u64 ptr, __u64 len, _
 
     if (!traced(tgid))
         return 0;
+    if (begin)
+        deferred_begin(tgid, begin);
     ev = claim(&slot);
     if (!ev)
         return 0;
@@ -727,7 +731,7 @@ static __always_inline struct mt_api_event *api_record(__u32 *slot, __u32 tgid, 
     return ev;
 }
 
-static __always_inline void api_emit(struct mt_api_event *ev)
+static __always_inline void api_emit_at(struct mt_api_event *ev, __u64 ts_ns)
 {
     __u64 copied = ev->copied;
     __u64 size;
@@ -735,8 +739,41 @@ static __always_inline void api_emit(struct mt_api_event *ev)
     if (copied > MT_MAX_API_TEXT)
         copied = MT_MAX_API_TEXT;
     size = sizeof(*ev) + copied;
-    mt_fill_header(&ev->hdr, MT_EV_API, size);
+    mt_fill_header_at(&ev->hdr, MT_EV_API, size, ts_ns);
     mt_output(ev, size);
+}
+
+static __always_inline void api_emit(struct mt_api_event *ev)
+{
+    api_emit_at(ev, bpf_ktime_get_ns());
+}
+
+// Writes the MT_API_BEGIN record of a call whose begin the shim deferred
+// (struct mt_api_begin_info at `info`), timestamped with the call's begin:
+// the reorder buffer puts it before the call's records. One read of the
+// struct, one of the text.
+static __noinline int deferred_begin(__u32 tgid, __u64 info)
+{
+    struct mt_api_begin_info b;
+    struct mt_api_event *ev;
+    __u64 n;
+    __u32 slot;
+
+    if (bpf_probe_read_user(&b, sizeof(b), (const void *)info))
+        return 0;
+    ev = api_record(&slot, tgid, MT_API_BEGIN, b.func, b.handle, b.conn);
+    if (!ev)
+        return 0;
+    n = b.arg_len;
+    ev->text_len = n > 0xffffffffu ? 0xffffffffu : n;
+    if (n > MT_MAX_API_TEXT)
+        n = MT_MAX_API_TEXT;
+    barrier_var(n);
+    if (b.arg && n && bpf_probe_read_user(ev->data, n, (const void *)b.arg) == 0)
+        ev->copied = n;
+    api_emit_at(ev, b.begin_ns);
+    mt_scratch_release(slot);
+    return 0;
 }
 
 SEC("usdt")
@@ -765,7 +802,7 @@ int BPF_USDT(client_shim_api_begin, int func, __u64 handle, __u32 conn, __u64 ar
 
 SEC("usdt")
 int BPF_USDT(client_shim_api_end, int func, __u64 handle, __u32 conn, __s64 ret, __u32 error_code,
-             __u64 sqlstate, __u64 message, __u32 thread_id)
+             __u64 sqlstate, __u64 message, __u32 thread_id, __u64 begin)
 {
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
     struct mt_api_event *ev;
@@ -774,6 +811,8 @@ int BPF_USDT(client_shim_api_end, int func, __u64 handle, __u32 conn, __s64 ret,
 
     if (!traced(tgid))
         return 0;
+    if (begin)
+        deferred_begin(tgid, begin);
     ev = api_record(&slot, tgid, MT_API_END, func, handle, conn);
     if (!ev)
         return 0;

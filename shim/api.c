@@ -206,6 +206,7 @@ void mt_api_register_trace_plugin(const void *real) {
 // ---- Reporting ----
 
 __thread int mt_api_depth __attribute__((tls_model("initial-exec")));
+__thread struct mt_api_begin_info *mt_api_unsent_begin __attribute__((tls_model("initial-exec")));
 
 void mt_api_begin_slow(int func, const void *real, void *handle, int is_stmt, const char *arg,
                        uint64_t arg_len, int arg_is_cstr) {
@@ -218,8 +219,36 @@ void mt_api_begin_slow(int func, const void *real, void *handle, int is_stmt, co
     errno = saved;
 }
 
+struct mt_api_begin_info *mt_api_defer_begin_slow(struct mt_api_begin_info *b, int func,
+                                                  const void *real, void *handle, int is_stmt,
+                                                  const char *arg, uint64_t arg_len,
+                                                  int arg_is_cstr) {
+    if (!MT_PROBE_ON(api_end)) {
+        if (MT_PROBE_ON(api_begin)) {
+            mt_api_begin_slow(func, real, handle, is_stmt, arg, arg_len, arg_is_cstr);
+        }
+        return NULL;
+    }
+    int saved = errno;
+    if (arg_is_cstr) {
+        arg_len = arg != NULL ? strlen(arg) : 0;
+    }
+    b->func = (uint32_t)func;
+    b->conn = is_stmt ? 0 : mysql_conn(real, handle);
+    b->handle = (uint64_t)(uintptr_t)handle;
+    b->arg = (uint64_t)(uintptr_t)arg;
+    b->arg_len = arg != NULL ? arg_len : 0;
+    // Last, so the call's time starts as close to the real call as api_begin's did.
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    b->begin_ns = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    mt_api_unsent_begin = b;
+    errno = saved;
+    return b;
+}
+
 void mt_api_end_mysql_slow(int func, const void *real, struct mt_mysql *mysql, enum mt_outcome how,
-                           int64_t raw) {
+                           int64_t raw, struct mt_api_begin_info *begin) {
     int saved = errno;
     int failed;
     if (how == OUT_HANDLE) {
@@ -252,7 +281,7 @@ void mt_api_end_mysql_slow(int func, const void *real, struct mt_mysql *mysql, e
     mt_thread_id_fn tid = HELPER(mt_thread_id_fn, mysql_thread_id, real);
     uint32_t thread_id = tid != NULL ? (uint32_t)tid(mysql) : 0;
     MT_FIRE_API_END(func, mysql, mysql_conn(real, mysql), failed, code, sqlstate, message,
-                    thread_id);
+                    thread_id, begin);
     errno = saved;
 }
 
@@ -260,7 +289,7 @@ void mt_api_end_mysql_slow(int func, const void *real, struct mt_mysql *mysql, e
 // conn and thread_id are 0.
 __attribute__((noinline)) static void end_stmt_slow(int func, const void *real,
                                                     struct mt_mysql_stmt *stmt, enum mt_outcome how,
-                                                    int64_t raw) {
+                                                    int64_t raw, struct mt_api_begin_info *begin) {
     int saved = errno;
     int64_t ret = how == OUT_FETCH ? raw : raw != 0;
     int failed = how == OUT_FETCH ? raw == 1 : raw != 0;
@@ -279,14 +308,22 @@ __attribute__((noinline)) static void end_stmt_slow(int func, const void *real,
         sqlstate = state != NULL ? state(stmt) : NULL;
         message = text != NULL ? text(stmt) : NULL;
     }
-    MT_FIRE_API_END(func, stmt, 0, ret, code, sqlstate, message, 0);
+    MT_FIRE_API_END(func, stmt, 0, ret, code, sqlstate, message, 0, begin);
     errno = saved;
 }
 
 static inline void end_stmt(int func, const void *real, struct mt_mysql_stmt *stmt,
                             enum mt_outcome how, int64_t raw) {
     if (MT_PROBE_ON(api_end) && stmt != NULL) {
-        end_stmt_slow(func, real, stmt, how, raw);
+        end_stmt_slow(func, real, stmt, how, raw, NULL);
+    }
+}
+
+static inline void end_stmt_deferred(int func, const void *real, struct mt_mysql_stmt *stmt,
+                                     enum mt_outcome how, int64_t raw,
+                                     struct mt_api_begin_info *begin) {
+    if (MT_PROBE_ON(api_end) && stmt != NULL) {
+        end_stmt_slow(func, real, stmt, how, raw, begin);
     }
 }
 
@@ -330,11 +367,12 @@ __attribute__((noinline)) static int mysql_real_query_watched(struct mt_mysql *m
     if (pass_through()) {
         return real(mysql, q, length);
     }
-    begin_mysql(MT_API_REAL_QUERY, real, mysql, q, length);
+    struct mt_api_begin_info b;
+    struct mt_api_begin_info *deferred = defer_mysql(&b, MT_API_REAL_QUERY, real, mysql, q, length);
     mt_api_depth++;
     int r = real(mysql, q, length);
     mt_api_depth--;
-    end_mysql(MT_API_REAL_QUERY, real, mysql, OUT_ZERO_OK, r);
+    end_mysql_deferred(MT_API_REAL_QUERY, real, mysql, OUT_ZERO_OK, r, unsent_begin(deferred));
     return r;
 }
 
@@ -354,11 +392,12 @@ __attribute__((noinline)) static int mysql_query_watched(struct mt_mysql *mysql,
     if (pass_through()) {
         return real(mysql, q);
     }
-    begin_mysql_cstr(MT_API_QUERY, real, mysql, q);
+    struct mt_api_begin_info b;
+    struct mt_api_begin_info *deferred = defer_mysql_cstr(&b, MT_API_QUERY, real, mysql, q);
     mt_api_depth++;
     int r = real(mysql, q);
     mt_api_depth--;
-    end_mysql(MT_API_QUERY, real, mysql, OUT_ZERO_OK, r);
+    end_mysql_deferred(MT_API_QUERY, real, mysql, OUT_ZERO_OK, r, unsent_begin(deferred));
     return r;
 }
 
@@ -379,11 +418,12 @@ __attribute__((noinline)) static int mysql_send_query_watched(struct mt_mysql *m
     if (pass_through()) {
         return real(mysql, q, length);
     }
-    begin_mysql(MT_API_SEND_QUERY, real, mysql, q, length);
+    struct mt_api_begin_info b;
+    struct mt_api_begin_info *deferred = defer_mysql(&b, MT_API_SEND_QUERY, real, mysql, q, length);
     mt_api_depth++;
     int r = real(mysql, q, length);
     mt_api_depth--;
-    end_mysql(MT_API_SEND_QUERY, real, mysql, OUT_ZERO_OK, r);
+    end_mysql_deferred(MT_API_SEND_QUERY, real, mysql, OUT_ZERO_OK, r, unsent_begin(deferred));
     return r;
 }
 
@@ -395,30 +435,34 @@ MT_EXPORT int mysql_send_query(struct mt_mysql *mysql, const char *q, unsigned l
     return mysql_send_query_watched(mysql, q, length);
 }
 
-// A function of one handle: report its entry, call it, report its end.
+// A function of one handle: defer its begin, call it, report its end (with
+// the begin if no io hit reported it). Functions quiet unless they fail have
+// no begin.
 // `raw` is the result as the end probe takes it (an expression of r).
-#define MT_ONE_HANDLE(name, ret_type, handle_type, no_real, kind, func, how, raw)   \
-    __attribute__((noinline)) static ret_type name##_watched(handle_type *handle) { \
-        __typeof__(&name) real = REAL(name);                                        \
-        if (real == NULL) {                                                         \
-            return no_real;                                                         \
-        }                                                                           \
-        if (pass_through()) {                                                       \
-            return real(handle);                                                    \
-        }                                                                           \
-        begin_##kind(func, real, handle, NULL, 0);                                  \
-        mt_api_depth++;                                                             \
-        ret_type r = real(handle);                                                  \
-        mt_api_depth--;                                                             \
-        end_##kind(func, real, handle, how, raw);                                   \
-        return r;                                                                   \
-    }                                                                               \
-    MT_EXPORT ret_type name(handle_type *handle) {                                  \
-        __typeof__(&name) real = MT_REAL_IF_RESOLVED(name);                         \
-        if (__builtin_expect(real != NULL, 1) && !api_watched()) {                  \
-            return real(handle);                                                    \
-        }                                                                           \
-        return name##_watched(handle);                                              \
+#define MT_ONE_HANDLE(name, ret_type, handle_type, no_real, kind, func, how, raw)             \
+    __attribute__((noinline)) static ret_type name##_watched(handle_type *handle) {           \
+        __typeof__(&name) real = REAL(name);                                                  \
+        if (real == NULL) {                                                                   \
+            return no_real;                                                                   \
+        }                                                                                     \
+        if (pass_through()) {                                                                 \
+            return real(handle);                                                              \
+        }                                                                                     \
+        struct mt_api_begin_info b;                                                           \
+        struct mt_api_begin_info *deferred =                                                  \
+            quiet_unless_failed(func) ? NULL : defer_##kind(&b, func, real, handle, NULL, 0); \
+        mt_api_depth++;                                                                       \
+        ret_type r = real(handle);                                                            \
+        mt_api_depth--;                                                                       \
+        end_##kind##_deferred(func, real, handle, how, raw, unsent_begin(deferred));          \
+        return r;                                                                             \
+    }                                                                                         \
+    MT_EXPORT ret_type name(handle_type *handle) {                                            \
+        __typeof__(&name) real = MT_REAL_IF_RESOLVED(name);                                   \
+        if (__builtin_expect(real != NULL, 1) && !api_watched()) {                            \
+            return real(handle);                                                              \
+        }                                                                                     \
+        return name##_watched(handle);                                                        \
     }
 
 MT_ONE_HANDLE(mysql_read_query_result, mt_bool, struct mt_mysql, MT_NO_REAL_BOOL, mysql,
@@ -439,11 +483,12 @@ __attribute__((noinline)) static int mysql_stmt_prepare_watched(struct mt_mysql_
     if (pass_through()) {
         return real(stmt, q, length);
     }
-    begin_stmt(MT_API_STMT_PREPARE, real, stmt, q, length);
+    struct mt_api_begin_info b;
+    struct mt_api_begin_info *deferred = defer_stmt(&b, MT_API_STMT_PREPARE, real, stmt, q, length);
     mt_api_depth++;
     int r = real(stmt, q, length);
     mt_api_depth--;
-    end_stmt(MT_API_STMT_PREPARE, real, stmt, OUT_ZERO_OK, r);
+    end_stmt_deferred(MT_API_STMT_PREPARE, real, stmt, OUT_ZERO_OK, r, unsent_begin(deferred));
     return r;
 }
 
@@ -498,11 +543,12 @@ __attribute__((noinline)) static int mysql_select_db_watched(struct mt_mysql *my
     if (pass_through()) {
         return real(mysql, db);
     }
-    begin_mysql_cstr(MT_API_SELECT_DB, real, mysql, db);
+    struct mt_api_begin_info b;
+    struct mt_api_begin_info *deferred = defer_mysql_cstr(&b, MT_API_SELECT_DB, real, mysql, db);
     mt_api_depth++;
     int r = real(mysql, db);
     mt_api_depth--;
-    end_mysql(MT_API_SELECT_DB, real, mysql, OUT_ZERO_OK, r);
+    end_mysql_deferred(MT_API_SELECT_DB, real, mysql, OUT_ZERO_OK, r, unsent_begin(deferred));
     return r;
 }
 
@@ -552,7 +598,7 @@ MT_EXPORT void mysql_close(struct mt_mysql *mysql) {
     real(mysql);
     mt_api_depth--;
     if (report_end) {
-        MT_FIRE_API_END(MT_API_CLOSE, mysql, conn, 0, 0, NULL, NULL, 0);
+        MT_FIRE_API_END(MT_API_CLOSE, mysql, conn, 0, 0, NULL, NULL, 0, NULL);
     }
 }
 

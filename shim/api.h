@@ -73,6 +73,50 @@ static inline void begin_stmt(int func, const void *real, struct mt_mysql_stmt *
     }
 }
 
+// A call whose begin is deferred (usdt.h, mt_api_begin_info): when the tracer
+// has api_end attached, fills *b and leaves it for the call's first io hit
+// or its api_end to report; otherwise fires api_begin as begin_* would.
+// Returns b when deferred, NULL otherwise. `handle` is not NULL.
+__attribute__((noinline)) struct mt_api_begin_info *mt_api_defer_begin_slow(
+    struct mt_api_begin_info *b, int func, const void *real, void *handle, int is_stmt,
+    const char *arg, uint64_t arg_len, int arg_is_cstr);
+
+static inline struct mt_api_begin_info *defer_mysql(struct mt_api_begin_info *b, int func,
+                                                    const void *real, struct mt_mysql *mysql,
+                                                    const char *arg, uint64_t arg_len) {
+    if ((MT_PROBE_ON(api_begin) || MT_PROBE_ON(api_end)) && mysql != NULL) {
+        return mt_api_defer_begin_slow(b, func, real, mysql, 0, arg, arg_len, 0);
+    }
+    return NULL;
+}
+
+static inline struct mt_api_begin_info *defer_mysql_cstr(struct mt_api_begin_info *b, int func,
+                                                         const void *real, struct mt_mysql *mysql,
+                                                         const char *arg) {
+    if ((MT_PROBE_ON(api_begin) || MT_PROBE_ON(api_end)) && mysql != NULL) {
+        return mt_api_defer_begin_slow(b, func, real, mysql, 0, arg, 0, 1);
+    }
+    return NULL;
+}
+
+static inline struct mt_api_begin_info *defer_stmt(struct mt_api_begin_info *b, int func,
+                                                   const void *real, struct mt_mysql_stmt *stmt,
+                                                   const char *arg, uint64_t arg_len) {
+    if ((MT_PROBE_ON(api_begin) || MT_PROBE_ON(api_end)) && stmt != NULL) {
+        return mt_api_defer_begin_slow(b, func, real, stmt, 1, arg, arg_len, 0);
+    }
+    return NULL;
+}
+
+// After the real call of a deferred call: the begin if no io hit reported
+// it (for its api_end to report), else NULL.
+static inline struct mt_api_begin_info *unsent_begin(struct mt_api_begin_info *b) {
+    if (b == NULL) {
+        return NULL;
+    }
+    return mt_take_unsent_begin();
+}
+
 // How a function says it failed.
 enum mt_outcome {
     OUT_ZERO_OK,     // 0 success, anything else failure
@@ -83,15 +127,26 @@ enum mt_outcome {
     OUT_FREED,       // like ZERO_OK, but the handle is gone: no error details
 };
 
-// Fires api_end for a MYSQL handle, with the library's error when it failed.
+// Fires api_end for a MYSQL handle, with the library's error when it failed,
+// and the call's deferred begin if `begin` is not NULL.
 __attribute__((noinline)) void mt_api_end_mysql_slow(int func, const void *real,
                                                      struct mt_mysql *mysql, enum mt_outcome how,
-                                                     int64_t raw);
+                                                     int64_t raw, struct mt_api_begin_info *begin);
 
 static inline void end_mysql(int func, const void *real, struct mt_mysql *mysql,
                              enum mt_outcome how, int64_t raw) {
     if (MT_PROBE_ON(api_end) && mysql != NULL) {
-        mt_api_end_mysql_slow(func, real, mysql, how, raw);
+        mt_api_end_mysql_slow(func, real, mysql, how, raw, NULL);
+    }
+}
+
+// The end of a deferred call (defer_mysql). With the begin deferred but
+// api_end detached meanwhile, the begin is lost like an end would be.
+static inline void end_mysql_deferred(int func, const void *real, struct mt_mysql *mysql,
+                                      enum mt_outcome how, int64_t raw,
+                                      struct mt_api_begin_info *begin) {
+    if (MT_PROBE_ON(api_end) && mysql != NULL) {
+        mt_api_end_mysql_slow(func, real, mysql, how, raw, begin);
     }
 }
 

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "mysqltrace/abi/usdt.h"
+
 // Semaphores let an idle site cost one load and a not-taken branch; the
 // kernel increments them when a uprobe with a ref_ctr_offset is attached.
 #define _SDT_HAS_SEMAPHORES 1
@@ -31,10 +33,22 @@ extern volatile unsigned short mysqltrace_trace_event_semaphore;
 
 // Argument types are fixed here so that the sizes in the notes match what
 // bpf/client.bpf.c reads, whatever the caller passes.
-#define MT_FIRE_IO(op, conn, fd, ptr, len, ret, kind, family, start_ns)                   \
-    STAP_PROBE9(mysqltrace, io, (int)(op), (uint32_t)(conn), (int)(fd),                   \
-                (uint64_t)(uintptr_t)(ptr), (uint64_t)(len), (int64_t)(ret), (int)(kind), \
-                (int)(family), (uint64_t)(start_ns))
+// The deferred begin of the C API call this thread is in (api.c), until an
+// io hit or the call's api_end reports it; NULL otherwise.
+extern __thread struct mt_api_begin_info *mt_api_unsent_begin
+    __attribute__((tls_model("initial-exec")));
+
+// The deferred begin for this io hit to report, taken so it is reported once.
+static inline struct mt_api_begin_info *mt_take_unsent_begin(void) {
+    struct mt_api_begin_info *b = mt_api_unsent_begin;
+    mt_api_unsent_begin = NULL;
+    return b;
+}
+
+#define MT_FIRE_IO(op, conn, fd, ptr, len, ret, kind, family, start_ns)                    \
+    STAP_PROBE10(mysqltrace, io, (int)(op), (uint32_t)(conn), (int)(fd),                   \
+                 (uint64_t)(uintptr_t)(ptr), (uint64_t)(len), (int64_t)(ret), (int)(kind), \
+                 (int)(family), (uint64_t)(start_ns), (uint64_t)(uintptr_t)mt_take_unsent_begin())
 
 // When the send being reported began (CLOCK_MONOTONIC ns, the clock of
 // bpf_ktime_get_ns), per thread; 0 when not taken. A command is sent when its
@@ -71,10 +85,11 @@ static inline uint64_t mt_take_send_start(int op) {
     STAP_PROBE5(mysqltrace, api_begin, (int)(func), (uint64_t)(uintptr_t)(handle), \
                 (uint32_t)(conn), (uint64_t)(uintptr_t)(arg), (uint64_t)(arg_len))
 
-#define MT_FIRE_API_END(func, handle, conn, ret, error_code, sqlstate, message, thread_id)         \
-    STAP_PROBE8(mysqltrace, api_end, (int)(func), (uint64_t)(uintptr_t)(handle), (uint32_t)(conn), \
+#define MT_FIRE_API_END(func, handle, conn, ret, error_code, sqlstate, message, thread_id, begin)  \
+    STAP_PROBE9(mysqltrace, api_end, (int)(func), (uint64_t)(uintptr_t)(handle), (uint32_t)(conn), \
                 (int64_t)(ret), (uint32_t)(error_code), (uint64_t)(uintptr_t)(sqlstate),           \
-                (uint64_t)(uintptr_t)(message), (uint32_t)(thread_id))
+                (uint64_t)(uintptr_t)(message), (uint32_t)(thread_id),                             \
+                (uint64_t)(uintptr_t)(begin))
 
 #define MT_FIRE_TRACE_EVENT(handle, stage, event, conn)                               \
     STAP_PROBE4(mysqltrace, trace_event, (uint64_t)(uintptr_t)(handle), (int)(stage), \

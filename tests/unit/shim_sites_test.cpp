@@ -137,12 +137,12 @@ std::vector<std::string> split(const std::string &s) {
 // Argument sizes per probe, as bpf/client.bpf.c reads them (negative: signed).
 const std::map<std::string, std::vector<int>> &contract() {
     static const std::map<std::string, std::vector<int>> c = {
-        // io(op, conn, fd, ptr, len, ret, kind, family)
-        {MT_USDT_IO, {-4, 4, -4, 8, 8, -8, -4, -4, 8}},
+        // io(op, conn, fd, ptr, len, ret, kind, family, start_ns, begin)
+        {MT_USDT_IO, {-4, 4, -4, 8, 8, -8, -4, -4, 8, 8}},
         // api_begin(func, handle, conn, arg, arg_len)
         {MT_USDT_API_BEGIN, {-4, 8, 4, 8, 8}},
-        // api_end(func, handle, conn, ret, error_code, sqlstate, message, thread_id)
-        {MT_USDT_API_END, {-4, 8, 4, -8, 4, 8, 8, 4}},
+        // api_end(func, handle, conn, ret, error_code, sqlstate, message, thread_id, begin)
+        {MT_USDT_API_END, {-4, 8, 4, -8, 4, 8, 8, 4, 8}},
         // trace_event(handle, stage, event, conn)
         {MT_USDT_TRACE_EVENT, {8, -4, -4, 4}},
     };

@@ -12,7 +12,7 @@
 
 #define MT_USDT_PROVIDER "mysqltrace"
 
-// io(op, conn, fd, ptr, len, ret, kind, family, start_ns)
+// io(op, conn, fd, ptr, len, ret, kind, family, start_ns, begin)
 //   Fired after a socket call of a connection the shim follows returned (for
 //   close/shutdown: before the call).
 //   op      enum mt_sock_op (event.h): CONNECT, RECV, SEND, CLOSE, SHUTDOWN,
@@ -29,11 +29,16 @@
 //   family  AF_INET, AF_INET6 or AF_UNIX
 //   start_ns  SEND/TLS_SEND: CLOCK_MONOTONIC ns when the call began (a
 //           command is sent when its write starts), else 0
+//   begin   a struct mt_api_begin_info * (user space) when this is the first
+//           io of a C API call whose begin was deferred (see below): the
+//           call's begin is reported just before this io; else 0
 #define MT_USDT_IO "io"
 
 // api_begin(func, handle, conn, arg, arg_len)
 //   A MySQL C API function was entered (the CONNECTING event for
-//   mysql_real_connect).
+//   mysql_real_connect). Fired for mysql_real_connect, mysql_change_user,
+//   mysql_close, mysql_bind_param and the non-blocking _start functions; the
+//   other blocking calls defer their begin (see mt_api_begin_info).
 //   func     enum mt_api_func
 //   handle   the MYSQL * or MYSQL_STMT * the call works on
 //   conn     the connection's number (see io), 0 if it has no socket yet
@@ -42,7 +47,7 @@
 //   arg_len  its length
 #define MT_USDT_API_BEGIN "api_begin"
 
-// api_end(func, handle, conn, ret, error_code, sqlstate, message, thread_id)
+// api_end(func, handle, conn, ret, error_code, sqlstate, message, thread_id, begin)
 //   The function returned (for the non-blocking _start/_cont variants: the
 //   call that completed the operation).
 //   func        enum mt_api_func
@@ -54,7 +59,30 @@
 //   sqlstate    mysql_sqlstate() on failure (char *, 5 chars + NUL), else 0
 //   message     mysql_error() on failure (char *, NUL-terminated), else 0
 //   thread_id   mysql_thread_id(): the server's connection id, 0 if none
+//   begin       a struct mt_api_begin_info * (user space) when the call's
+//               begin was deferred and no io reported it: the begin is
+//               reported just before this end; else 0
 #define MT_USDT_API_END "api_end"
+
+// The begin of a call, deferred: instead of a hit of api_begin on entry
+// (a trap per call), the shim fills this on its stack before the real call
+// and hands its address to the call's first io hit, or to its api_end when
+// the call made no io. A folded call costs one hit (api_end) plus its io.
+// The BPF side reads it with one bpf_probe_read_user and writes the same
+// MT_API_BEGIN record api_begin would have written, timestamped begin_ns.
+// The blocking calls of one handle with no need of a begin before their
+// io are deferred: mysql_real_query, mysql_query, mysql_send_query,
+// mysql_read_query_result, mysql_stmt_prepare, mysql_stmt_execute,
+// mysql_stmt_close, mysql_select_db, mysql_ping, mysql_reset_connection.
+// Their argument text is the caller's and still valid when the call returns.
+struct mt_api_begin_info {
+    __u64 begin_ns;  // CLOCK_MONOTONIC ns before the real call (bpf_ktime_get_ns's clock)
+    __u64 handle;    // as in api_begin
+    __u64 arg;       // as in api_begin
+    __u64 arg_len;
+    __u32 func;  // enum mt_api_func
+    __u32 conn;  // the connection's number before the call
+};
 
 // trace_event(handle, stage, event, conn)
 //   Forwarded from a client library's own WL#6226 protocol trace plugin API

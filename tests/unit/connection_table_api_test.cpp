@@ -6,10 +6,12 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "bpf/reorder.h"
 #include "client/connection_table.h"
 
 namespace mysqltrace::client {
@@ -234,6 +236,119 @@ TEST(ConnectionTableApi, BindParamShowsAttributeNamesUnredacted) {
     EXPECT_EQ(c.calls[0].func, "mysql_bind_param");
     EXPECT_EQ(c.calls[0].arg, "trace_id, password");
     EXPECT_FALSE(c.calls[0].failed);
+}
+
+// The records of a call whose begin the shim deferred (usdt.h,
+// mt_api_begin_info) reach the rings in another order than api_begin's: the
+// begin is written by the call's first io hit, or by its api_end when the
+// call moved no bytes, stamped with the call's begin time. Through the merge
+// of the rings (bpf/reorder.h) the table sees them in time order, and the
+// calls come out as they did with api_begin.
+using Item = std::variant<ApiRecord, SockRecord>;
+
+uint64_t ts_of(const Item &i) {
+    return std::visit([](const auto &r) { return r.ts_ns; }, i);
+}
+
+void feed(ConnectionTable &t, const Item &i) {
+    if (const auto *a = std::get_if<ApiRecord>(&i)) {
+        t.on_api(*a);
+    } else {
+        t.on_record(std::get<SockRecord>(i));
+    }
+}
+
+// Pushes items into the merge in arrival order, each on its CPU's lane,
+// and feeds the table what comes out.
+void feed_merged(ConnectionTable &t, const std::vector<Item> &items,
+                 const std::vector<std::pair<size_t, size_t>> &arrival) {
+    bpf::ReorderBuffer rb(2);
+    for (auto [idx, lane] : arrival) {
+        uint32_t i = static_cast<uint32_t>(idx);
+        rb.push(lane, ts_of(items[idx]),
+                std::span<const uint8_t>(reinterpret_cast<const uint8_t *>(&i), sizeof(i)));
+    }
+    rb.release(UINT64_MAX, SIZE_MAX, [&](std::span<const uint8_t> r) {
+        uint32_t i;
+        std::memcpy(&i, r.data(), sizeof(i));
+        feed(t, items[i]);
+    });
+    EXPECT_EQ(rb.late(), 0u);
+}
+
+std::vector<std::string> lines(const std::vector<protocol::ApiCall> &calls) {
+    std::vector<std::string> out;
+    for (const auto &c : calls) {
+        out.push_back(std::string(c.func) + " tid " + std::to_string(c.tid) + " conn " +
+                      std::to_string(c.conn) + " " + std::to_string(c.ts_begin_ns) + ".." +
+                      std::to_string(c.ts_end_ns) + " arg " + c.arg.value_or("-") + " failed " +
+                      std::to_string(c.failed) + " wait " + std::to_string(c.server_wait_ns));
+    }
+    return out;
+}
+
+TEST(ConnectionTableApi, DeferredBeginsGiveTheSameCallsAsApiBegin) {
+    auto addr = loopback(3306);
+    std::vector<uint8_t> greeting = {40, 0, 0, 0, 10, '1', '1', '.', '0', 0};
+    greeting.resize(44, 0);
+    SockRecord greet = connect_record(12, 1, static_cast<int64_t>(greeting.size()), addr);
+    greet.op = MT_SOCK_RECV;
+    greet.data = greeting;
+    const std::string q = "select 1";
+    ApiRecord query = api(40, MT_API_BEGIN, MT_API_REAL_QUERY);
+    query.sock = MT_SHIM_SOCK(kPid, 1);
+    query.text = bytes(q);
+    query.text_len = q.size();
+    SockRecord send = connect_record(41, 1, 3, addr);
+    send.op = MT_SOCK_SEND;
+    std::vector<uint8_t> sent = {1, 2, 3};
+    send.data = sent;
+    ApiRecord query_end = api(50, MT_API_END, MT_API_REAL_QUERY);
+    query_end.sock = query.sock;
+    // A statement call that moved no bytes, its begin and end both written
+    // at its end, after a record of another thread stamped inside it.
+    ApiRecord exec = api(60, MT_API_BEGIN, MT_API_STMT_EXECUTE);
+    exec.handle = 0x3000;
+    ApiRecord other = api(65, MT_API_BEGIN, MT_API_PING);
+    other.tid = kTid + 1;
+    ApiRecord exec_end = api(70, MT_API_END, MT_API_STMT_EXECUTE);
+    exec_end.handle = 0x3000;
+    exec_end.ret = 1;
+    exec_end.error_code = 1062;
+    ApiRecord other_end = api(75, MT_API_END, MT_API_PING);
+    other_end.tid = kTid + 1;
+    const std::vector<Item> items = {api(5, MT_API_BEGIN, MT_API_REAL_CONNECT),
+                                     connect_record(10, 1, 0, addr),
+                                     greet,
+                                     api(20, MT_API_END, MT_API_REAL_CONNECT),
+                                     query,
+                                     send,
+                                     query_end,
+                                     exec,
+                                     other,
+                                     exec_end,
+                                     other_end};
+
+    Collected before;
+    ConnectionTable t1({}, before.callbacks());
+    for (const auto &i : items) {
+        feed(t1, i);
+    }
+    Collected after;
+    ConnectionTable t2({}, after.callbacks());
+    // Arrival: the query's begin with its first io (written just before
+    // it), the end on the other CPU; the statement's begin with its end,
+    // after the other thread's record.
+    feed_merged(
+        t2, items,
+        {{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}, {6, 1}, {8, 1}, {7, 1}, {9, 1}, {10, 0}});
+    ASSERT_EQ(before.calls.size(), 4u);
+    EXPECT_EQ(lines(after.calls), lines(before.calls));
+    EXPECT_EQ(lines(after.calls)[1],
+              "mysql_real_query tid 101 conn 1 40..50 arg select 1 failed 0 wait 0");
+    EXPECT_EQ(lines(after.calls)[2],
+              "mysql_stmt_execute tid 101 conn 0 60..70 arg - failed 1 wait 0");
+    EXPECT_EQ(after.sequence(), before.sequence());
 }
 
 }  // namespace

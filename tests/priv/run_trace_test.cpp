@@ -5,15 +5,21 @@
 // MySQL), the same sequence as attach mode sees, and client-side failures
 // reported with the library's own errors.
 #include <arpa/inet.h>
+#include <linux/bpf.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -307,6 +313,77 @@ TEST_P(RunTrace, SysbenchUnchangedByTheShimAndFullyTraced) {
     EXPECT_EQ(seen["mysql_real_connect"], 2);
     EXPECT_EQ(seen["COM_STMT_PREPARE"], 2);
     EXPECT_EQ(seen["COM_QUIT"], 2);
+}
+
+// The kernel's run counts of the BPF programs process `pid` holds, by name
+// (bpftool reads the full name from BTF); needs BPF stats on.
+std::map<std::string, uint64_t> prog_runs(pid_t pid) {
+    std::map<std::string, uint64_t> out;
+    std::set<std::string> ids;  // links name their program too
+    std::error_code ec;
+    for (const auto &e :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fdinfo", ec)) {
+        std::ifstream in(e.path());
+        for (std::string line; std::getline(in, line);) {
+            if (line.rfind("prog_id:", 0) != 0) {
+                continue;
+            }
+            std::string id = line.substr(line.find_first_not_of(" \t", 8));
+            if (!ids.insert(id).second) {
+                continue;
+            }
+            auto r = run_command({"/usr/sbin/bpftool", "-j", "prog", "show", "id", id});
+            EXPECT_EQ(r.exit_code, 0) << r.err;
+            auto j = nlohmann::json::parse(r.out, nullptr, false);
+            if (j.is_object() && j.contains("name")) {
+                out[j["name"].get<std::string>()] += j.value("run_cnt", uint64_t{0});
+            }
+        }
+    }
+    return out;
+}
+
+TEST_P(RunTrace, HotCallsCostOneProbeHitEach) {
+    // Kernel BPF stats (run counts) while this descriptor is open.
+    union bpf_attr attr = {};
+    attr.enable_stats.type = BPF_STATS_RUN_TIME;
+    int stats = static_cast<int>(syscall(__NR_bpf, BPF_ENABLE_STATS, &attr, sizeof(attr)));
+    ASSERT_GE(stats, 0) << "BPF_ENABLE_STATS: " << std::strerror(errno);
+    std::vector<std::string> argv = {MYSQLTRACE_BINARY, "run", "--output", out_, "--"};
+    for (const auto &a : c_client()) {
+        argv.push_back(a);
+    }
+    GatedClient run(argv);
+    run.open_gate();
+    ASSERT_EQ(run.command("connect"), "ok");
+    ASSERT_EQ(run.command("prepare select ?"), "ok");
+    // Each query: mysql_real_query (its begin deferred to its send),
+    // mysql_store_result (quiet); each execute: mysql_stmt_execute,
+    // mysql_stmt_fetch (quiet). A send and a receive each.
+    constexpr uint64_t kN = 100;
+    auto hits = [&](const std::string &cmd, const std::string &answer) {
+        auto before = prog_runs(run.pid());
+        for (uint64_t i = 0; i < kN; i++) {
+            EXPECT_EQ(run.command(cmd), answer);
+        }
+        auto after = prog_runs(run.pid());
+        std::map<std::string, uint64_t> d;
+        for (const char *p : {"client_shim_api_begin", "client_shim_api_end", "client_shim_io"}) {
+            EXPECT_TRUE(after.count(p)) << p;
+            d[p] = after[p] - before[p];
+        }
+        return d;
+    };
+    for (const auto &[cmd, answer] : std::vector<std::pair<std::string, std::string>>{
+             {"query select 1", "ok 1 1"}, {"execute 1", "ok 1"}}) {
+        auto d = hits(cmd, answer);
+        EXPECT_EQ(d["client_shim_api_begin"], 0u) << cmd;
+        EXPECT_EQ(d["client_shim_api_end"], kN) << cmd;
+        EXPECT_EQ(d["client_shim_io"], 2 * kN) << cmd;
+    }
+    EXPECT_EQ(run.command("quit"), "ok");
+    EXPECT_EQ(run.finish(), 0);
+    close(stats);
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavours, RunTrace, ::testing::ValuesIn(all_flavours()),

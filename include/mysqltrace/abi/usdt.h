@@ -38,7 +38,7 @@
 //   A MySQL C API function was entered (the CONNECTING event for
 //   mysql_real_connect). Fired for mysql_real_connect, mysql_change_user,
 //   mysql_close, mysql_bind_param and the non-blocking _start functions; the
-//   other blocking calls defer their begin (see mt_api_begin_info).
+//   blocking calls listed at mt_api_begin_info defer their begin.
 //   func     enum mt_api_func
 //   handle   the MYSQL * or MYSQL_STMT * the call works on
 //   conn     the connection's number (see io), 0 if it has no socket yet
@@ -67,7 +67,7 @@
 // The begin of a call, deferred: instead of a hit of api_begin on entry
 // (a trap per call), the shim fills this on its stack before the real call
 // and hands its address to the call's first io hit, or to its api_end when
-// the call made no io. A folded call costs one hit (api_end) plus its io.
+// the call made no io. Such a call costs one hit (api_end) plus its io.
 // The BPF side reads it with one bpf_probe_read_user and writes the same
 // MT_API_BEGIN record api_begin would have written, timestamped begin_ns.
 // The blocking calls of one handle with no need of a begin before their

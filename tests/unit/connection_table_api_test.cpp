@@ -259,21 +259,29 @@ void feed(ConnectionTable &t, const Item &i) {
 }
 
 // Pushes items into the merge in arrival order, each on its CPU's lane,
-// and feeds the table what comes out.
-void feed_merged(ConnectionTable &t, const std::vector<Item> &items,
-                 const std::vector<std::pair<size_t, size_t>> &arrival) {
+// and feeds the table what comes out. After the first `early` arrivals the
+// reader hands out what is stamped up to `early_to` (the reorder window
+// passed it); returns the count of late records.
+uint64_t feed_merged(ConnectionTable &t, const std::vector<Item> &items,
+                     const std::vector<std::pair<size_t, size_t>> &arrival, size_t early = 0,
+                     uint64_t early_to = 0) {
     bpf::ReorderBuffer rb(2);
-    for (auto [idx, lane] : arrival) {
+    auto sink = [&](std::span<const uint8_t> r) {
+        uint32_t i;
+        std::memcpy(&i, r.data(), sizeof(i));
+        feed(t, items[i]);
+    };
+    for (size_t n = 0; n < arrival.size(); n++) {
+        if (early != 0 && n == early) {
+            rb.release(early_to, SIZE_MAX, sink);
+        }
+        auto [idx, lane] = arrival[n];
         uint32_t i = static_cast<uint32_t>(idx);
         rb.push(lane, ts_of(items[idx]),
                 std::span<const uint8_t>(reinterpret_cast<const uint8_t *>(&i), sizeof(i)));
     }
-    rb.release(UINT64_MAX, SIZE_MAX, [&](std::span<const uint8_t> r) {
-        uint32_t i;
-        std::memcpy(&i, r.data(), sizeof(i));
-        feed(t, items[i]);
-    });
-    EXPECT_EQ(rb.late(), 0u);
+    rb.release(UINT64_MAX, SIZE_MAX, sink);
+    return rb.late();
 }
 
 std::vector<std::string> lines(const std::vector<protocol::ApiCall> &calls) {
@@ -339,9 +347,9 @@ TEST(ConnectionTableApi, DeferredBeginsGiveTheSameCallsAsApiBegin) {
     // Arrival: the query's begin with its first io (written just before
     // it), the end on the other CPU; the statement's begin with its end,
     // after the other thread's record.
-    feed_merged(
-        t2, items,
-        {{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}, {6, 1}, {8, 1}, {7, 1}, {9, 1}, {10, 0}});
+    const std::vector<std::pair<size_t, size_t>> arrival = {
+        {0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}, {6, 1}, {8, 1}, {7, 1}, {9, 1}, {10, 0}};
+    EXPECT_EQ(feed_merged(t2, items, arrival), 0u);
     ASSERT_EQ(before.calls.size(), 4u);
     EXPECT_EQ(lines(after.calls), lines(before.calls));
     EXPECT_EQ(lines(after.calls)[1],
@@ -349,6 +357,14 @@ TEST(ConnectionTableApi, DeferredBeginsGiveTheSameCallsAsApiBegin) {
     EXPECT_EQ(lines(after.calls)[2],
               "mysql_stmt_execute tid 101 conn 0 60..70 arg - failed 1 wait 0");
     EXPECT_EQ(after.sequence(), before.sequence());
+
+    // The statement's begin written after the reader passed the other
+    // thread's record stamped after it: a late record, the same calls.
+    Collected late;
+    ConnectionTable t3({}, late.callbacks());
+    EXPECT_EQ(feed_merged(t3, items, arrival, 8, 66), 1u);
+    EXPECT_EQ(lines(late.calls), lines(before.calls));
+    EXPECT_EQ(late.sequence(), before.sequence());
 }
 
 }  // namespace

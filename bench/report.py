@@ -656,8 +656,10 @@ def why_lines(p, m, meta, seconds, pipe, probes, derived):
                          f"more per query, and `statements`' {st['up_q']:.0f} traps alone cost "
                          f"{st['trap_us']:.2f} us at the uprobe floor (a "
                          f"{st['trap_us'] / (per_q + st['trap_us']) * 100:.1f}% loss by "
-                         "themselves): with an entry and an end probe per statement the goal "
-                         "cannot be met on this machine, whatever the rest costs.")
+                         "themselves)" +
+                         (": the goal cannot be met on this machine with those traps, whatever "
+                          "the rest costs." if st["trap_us"] >= allowed else
+                          f": everything else may cost {allowed - st['trap_us']:.2f} us."))
     dropped = sorted({c for (w, t, c) in m.runs if (m.drops(w, t, c) or 0) > 0},
                      key=ORDER.index)
     if dropped:

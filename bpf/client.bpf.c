@@ -748,6 +748,28 @@ static __always_inline void api_emit(struct mt_api_event *ev)
     api_emit_at(ev, bpf_ktime_get_ns());
 }
 
+// The MT_API_BEGIN record of a call, stamped `ts_ns`: its function, handle,
+// connection and up to MT_MAX_API_TEXT bytes of its text argument.
+static __always_inline void begin_record(__u32 tgid, __u32 func, __u64 handle, __u32 conn,
+                                         __u64 arg, __u64 arg_len, __u64 ts_ns)
+{
+    struct mt_api_event *ev;
+    __u64 n = arg_len;
+    __u32 slot;
+
+    ev = api_record(&slot, tgid, MT_API_BEGIN, func, handle, conn);
+    if (!ev)
+        return;
+    ev->text_len = arg_len > 0xffffffffu ? 0xffffffffu : arg_len;
+    if (n > MT_MAX_API_TEXT)
+        n = MT_MAX_API_TEXT;
+    barrier_var(n);
+    if (arg && n && bpf_probe_read_user(ev->data, n, (const void *)arg) == 0)
+        ev->copied = n;
+    api_emit_at(ev, ts_ns);
+    mt_scratch_release(slot);
+}
+
 // Writes the MT_API_BEGIN record of a call whose begin the shim deferred
 // (struct mt_api_begin_info at `info`), timestamped with the call's begin:
 // the reorder buffer puts it before the call's records. One read of the
@@ -755,24 +777,10 @@ static __always_inline void api_emit(struct mt_api_event *ev)
 static __noinline int deferred_begin(__u32 tgid, __u64 info)
 {
     struct mt_api_begin_info b;
-    struct mt_api_event *ev;
-    __u64 n;
-    __u32 slot;
 
     if (bpf_probe_read_user(&b, sizeof(b), (const void *)info))
         return 0;
-    ev = api_record(&slot, tgid, MT_API_BEGIN, b.func, b.handle, b.conn);
-    if (!ev)
-        return 0;
-    n = b.arg_len;
-    ev->text_len = n > 0xffffffffu ? 0xffffffffu : n;
-    if (n > MT_MAX_API_TEXT)
-        n = MT_MAX_API_TEXT;
-    barrier_var(n);
-    if (b.arg && n && bpf_probe_read_user(ev->data, n, (const void *)b.arg) == 0)
-        ev->copied = n;
-    api_emit_at(ev, b.begin_ns);
-    mt_scratch_release(slot);
+    begin_record(tgid, b.func, b.handle, b.conn, b.arg, b.arg_len, b.begin_ns);
     return 0;
 }
 
@@ -780,23 +788,10 @@ SEC("usdt")
 int BPF_USDT(client_shim_api_begin, int func, __u64 handle, __u32 conn, __u64 arg, __u64 arg_len)
 {
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
-    struct mt_api_event *ev;
-    __u64 n = arg_len;
-    __u32 slot;
 
     if (!traced(tgid))
         return 0;
-    ev = api_record(&slot, tgid, MT_API_BEGIN, func, handle, conn);
-    if (!ev)
-        return 0;
-    ev->text_len = arg_len > 0xffffffffu ? 0xffffffffu : arg_len;
-    if (n > MT_MAX_API_TEXT)
-        n = MT_MAX_API_TEXT;
-    barrier_var(n);
-    if (arg && n && bpf_probe_read_user(ev->data, n, (const void *)arg) == 0)
-        ev->copied = n;
-    api_emit(ev);
-    mt_scratch_release(slot);
+    begin_record(tgid, func, handle, conn, arg, arg_len, bpf_ktime_get_ns());
     return 0;
 }
 

@@ -312,19 +312,17 @@ __attribute__((noinline)) static void end_stmt_slow(int func, const void *real,
     errno = saved;
 }
 
-static inline void end_stmt(int func, const void *real, struct mt_mysql_stmt *stmt,
-                            enum mt_outcome how, int64_t raw) {
-    if (MT_PROBE_ON(api_end) && stmt != NULL) {
-        end_stmt_slow(func, real, stmt, how, raw, NULL);
-    }
-}
-
 static inline void end_stmt_deferred(int func, const void *real, struct mt_mysql_stmt *stmt,
                                      enum mt_outcome how, int64_t raw,
                                      struct mt_api_begin_info *begin) {
     if (MT_PROBE_ON(api_end) && stmt != NULL) {
         end_stmt_slow(func, real, stmt, how, raw, begin);
     }
+}
+
+static inline void end_stmt(int func, const void *real, struct mt_mysql_stmt *stmt,
+                            enum mt_outcome how, int64_t raw) {
+    end_stmt_deferred(func, real, stmt, how, raw, NULL);
 }
 
 // ---- Blocking API ----

@@ -133,13 +133,6 @@ __attribute__((noinline)) void mt_api_end_mysql_slow(int func, const void *real,
                                                      struct mt_mysql *mysql, enum mt_outcome how,
                                                      int64_t raw, struct mt_api_begin_info *begin);
 
-static inline void end_mysql(int func, const void *real, struct mt_mysql *mysql,
-                             enum mt_outcome how, int64_t raw) {
-    if (MT_PROBE_ON(api_end) && mysql != NULL) {
-        mt_api_end_mysql_slow(func, real, mysql, how, raw, NULL);
-    }
-}
-
 // The end of a deferred call (defer_mysql). With the begin deferred but
 // api_end detached meanwhile, the begin is lost like an end would be.
 static inline void end_mysql_deferred(int func, const void *real, struct mt_mysql *mysql,
@@ -148,6 +141,11 @@ static inline void end_mysql_deferred(int func, const void *real, struct mt_mysq
     if (MT_PROBE_ON(api_end) && mysql != NULL) {
         mt_api_end_mysql_slow(func, real, mysql, how, raw, begin);
     }
+}
+
+static inline void end_mysql(int func, const void *real, struct mt_mysql *mysql,
+                             enum mt_outcome how, int64_t raw) {
+    end_mysql_deferred(func, real, mysql, how, raw, NULL);
 }
 
 // Registers the shim's protocol trace plugin with Oracle's library, once per

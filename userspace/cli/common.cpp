@@ -36,8 +36,9 @@ void add_trace_options(CLI::App *cmd, TraceArgs &args, const std::vector<std::st
                     "quarter full when it wakes) and for the first seconds of a trace, and "
                     "competes like any other thread once it has kept up for 10 s: on a machine "
                     "whose CPUs the traced programs keep busy it would otherwise get too little "
-                    "CPU and drop records. The end of the trace says when it fell behind. A "
-                    "fixed value turns this off: 19 "
+                    "CPU and drop records. Should a ring still be half full when it wakes, it "
+                    "runs real-time (SCHED_RR, lowest priority) until it keeps up again. The "
+                    "end of the trace says when it fell behind. A fixed value turns this off: 19 "
                     "never takes CPU from the traced programs (records are dropped, and "
                     "counted, instead)")
         ->check(CLI::Range(-20, 19));

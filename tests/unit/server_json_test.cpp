@@ -285,13 +285,13 @@ TEST_F(ServerJsonTest, WaitsOutsideStatementsAsBefore) {
     auto idle = wait(10, 20, false);
     idle.name.event_name = "idle";
     idle.name.operation = "idle";
-    idle.name.object_name.clear();
-    idle.name.object_type.clear();
+    idle.name.object_name = {};
+    idle.name.object_type = {};
     both(idle);
     auto lock = wait(30, 40, false);
     lock.name.event_name = "wait/synch/mutex/sql/LOCK_open";
     lock.name.operation = "lock";
-    lock.name.object_type.clear();
+    lock.name.object_type = {};
     both(lock);
     auto table = wait(50, 60, false);
     table.name.event_name = "wait/io/table/sql/handler";
@@ -307,6 +307,31 @@ TEST_F(ServerJsonTest, WaitsOutsideStatementsAsBefore) {
     end_of_rows.wait.kind = MT_WAIT_TABLE;
     end_of_rows.wait.ret = 137;
     EXPECT_NE(both(end_of_rows).find(",\"handler_error\":137}"), std::string::npos);
+}
+
+// Text shows a statement's waits under it, one line each: name, time,
+// operation and object (a table's "schema.table"), as printf's
+// "      ~ %-44s %10s %s %s" wrote them.
+TEST_F(ServerJsonTest, WaitLinesOfTextOutput) {
+    auto st = statement("select 1");
+    std::vector<NamedWait> waits = {wait(1'500'000, 1'600'000, true),
+                                    wait(2'000'000, 2'000'900, true),
+                                    wait(3'000'000, 3'250'000, true)};
+    waits[1].name.event_name = "wait/io/socket/sql/client_connection";
+    waits[1].name.operation = "send";
+    waits[1].name.object_name = {};
+    waits[2].name.event_name = "wait/io/table/sql/handler_with_a_name_longer_than_44";
+    waits[2].name.object_schema = "shop";
+    waits[2].name.object_name = "orders";
+    waits[2].name.operation = "fetch";
+    ServerRenderer text(ServerFormat::text, 4242, sites_, name_at_);
+    const std::string out = text.statement(st, waits);
+    const size_t first = out.find('\n') + 1;
+    EXPECT_EQ(out.substr(first),
+              "      ~ wait/io/file/innodb/innodb_data_file           100.0 us read ./ibdata1\n"
+              "      ~ wait/io/socket/sql/client_connection            0.90 us send\n"
+              "      ~ wait/io/table/sql/handler_with_a_name_longer_than_44   250.0 us fetch "
+              "shop.orders\n");
 }
 
 // Failed statements summed by errno and SQLSTATE at the end of a trace, as

@@ -549,6 +549,10 @@ TEST(ServerWaits, TableIoRecordsAreHandlerWaits) {
     EXPECT_EQ(n.object_schema, "shop");
     EXPECT_EQ(n.object_name, "orders");
     EXPECT_EQ(n.object_instance, 0x7f0000001000u);
+    w.schema = "gone";  // the record's text is not borrowed
+    w.table.clear();
+    EXPECT_EQ(n.object_schema, "shop");
+    EXPECT_EQ(n.object_name, "orders");
     for (uint32_t op : {MT_TABLE_RND_NEXT, MT_TABLE_INDEX_READ_MAP, MT_TABLE_INDEX_NEXT_SAME}) {
         EXPECT_STREQ(mysqltrace::server::table_op_operation(op), "fetch");
     }
@@ -567,3 +571,30 @@ TEST(ServerWaits, TableIoRecordsAreHandlerWaits) {
 }
 
 }  // namespace
+
+// A file's name outlives its descriptor: a read named before the close still
+// names the file after it, while it waits for its statement to be shown.
+TEST(ServerWaits, FileNamesOutliveTheirDescriptor) {
+    char path[] = "/tmp/mt-waits-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    mysqltrace::server::WaitNamer namer(getpid(), nullptr, 0);
+    mysqltrace::server::Wait w;
+    w.kind = MT_WAIT_READ;
+    w.flags = MT_WAIT_FILE | MT_WAIT_IN_STATEMENT;
+    w.object = static_cast<uint64_t>(fd);
+    auto read = namer.name(w);
+    EXPECT_EQ(read.event_name, "wait/io/file/sql/misc");
+    EXPECT_EQ(read.operation, "read");
+    EXPECT_EQ(read.object_type, "FILE");
+    EXPECT_EQ(read.object_name, path);
+    w.kind = MT_WAIT_CLOSE;
+    auto closed = namer.name(w);
+    EXPECT_EQ(closed.operation, "close");
+    close(fd);
+    unlink(path);
+    w.kind = MT_WAIT_READ;  // the descriptor is gone: not named any more
+    EXPECT_FALSE(namer.name(w).report);
+    EXPECT_EQ(read.object_name, path);
+    EXPECT_EQ(closed.object_name, path);
+}

@@ -237,19 +237,25 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     // end); those of statements filtered out are dropped with them.
     std::map<uint32_t, std::vector<output::NamedWait>> pending;
     uint64_t waits = 0;
+    // The statement at hand's waits. Buffers are kept for the next statement
+    // (of a few hundred threads at most; past that, they are let go).
+    std::vector<output::NamedWait> st_waits;
     auto take_waits = [&](const server::Statement &st) {
-        std::vector<output::NamedWait> mine;
+        st_waits.clear();
         auto it = pending.find(st.tid);
         if (it == pending.end()) {
-            return mine;
+            return;
         }
         for (auto &w : it->second) {
             if (w.wait.start_ns >= st.start_ns && w.wait.start_ns <= st.end_ns) {
-                mine.push_back(std::move(w));
+                st_waits.push_back(std::move(w));
             }
         }
-        pending.erase(it);
-        return mine;
+        if (pending.size() > 512) {
+            pending.erase(it);
+        } else {
+            it->second.clear();
+        }
     };
     auto on_wait = [&](const server::Wait &w) {
         if ((a.thread_id && w.thread_id != a.thread_id) || other_user(w.thread_id)) {
@@ -319,7 +325,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     }
     auto on_statement = [&](const server::Statement &st) {
         statements++;
-        auto mine = take_waits(st);
+        take_waits(st);
         if ((!a.db.empty() && st.db != a.db) || other_user(st.thread_id)) {
             return;
         }
@@ -328,13 +334,13 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         with_stages += st.stages.empty() ? 0 : 1;
         per_name[render.event_name(st)]++;
         if (otlp_file) {
-            otlp->statement(st, render, mine);
+            otlp->statement(st, render, st_waits);
             maybe_detach();
             return;
         }
         if (slowlog) {
             if (otlp) {
-                otlp->statement(st, render, mine);
+                otlp->statement(st, render, st_waits);
             }
             o.write(slow.statement(st, account_of(st.thread_id)));
             maybe_detach();
@@ -345,12 +351,12 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
             // tracer's record is read-only here, and this mode is opt-in).
             server::Statement nested = st;
             nested.transaction_event_id = txns->nest(st, write_txn);
-            o.write(render.statement(nested, mine));
+            o.write(render.statement(nested, st_waits));
         } else {
-            o.write(render.statement(st, mine));
+            o.write(render.statement(st, st_waits));
         }
         if (otlp) {
-            otlp->statement(st, render, mine);
+            otlp->statement(st, render, st_waits);
         }
         if (trace_files) {
             trace_files->write_block(st.thread_id, account_of(st.thread_id).actor(),

@@ -495,10 +495,9 @@ void OtlpSpans::add(const server::Statement &st, std::string_view event_name,
                 ea.str("mysqltrace.wait.operation", w.name.operation);
             }
             if (!w.name.object_name.empty()) {
-                ea.str("mysqltrace.wait.object",
-                       w.name.object_schema.empty()
-                           ? w.name.object_name
-                           : w.name.object_schema + "." + w.name.object_name);
+                std::string object;
+                w.name.append_object(object);
+                ea.str("mysqltrace.wait.object", object);
             }
             j.end_array();
             j.end_object();

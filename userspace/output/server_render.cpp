@@ -227,7 +227,11 @@ const std::string &ServerRenderer::statement(const server::Statement &st,
 }
 
 void ServerRenderer::count_wait(const NamedWait &w) {
-    auto &t = wait_totals_[w.name.event_name];
+    auto it = wait_totals_.find(w.name.event_name);
+    if (it == wait_totals_.end()) {
+        it = wait_totals_.emplace(std::string(w.name.event_name), WaitTotals{}).first;
+    }
+    auto &t = it->second;
     const uint64_t ns = w.wait.end_ns - w.wait.start_ns;
     t.count++;
     t.sum_ns += ns;
@@ -319,15 +323,23 @@ void ServerRenderer::text_rows(std::string &out, const server::Statement &st,
         append_uint(out, st.stages_lost);
         out += " more stages not kept)\n";
     }
+    // "      ~ %-44s %10s OPERATION[ OBJECT]"
     for (const auto &w : waits) {
-        std::string object = w.name.object_schema.empty()
-                                 ? w.name.object_name
-                                 : w.name.object_schema + "." + w.name.object_name;
-        char buf[1024];
-        std::snprintf(buf, sizeof(buf), "      ~ %-44s %10s %s%s%s\n", w.name.event_name.c_str(),
-                      human_duration(w.wait.end_ns - w.wait.start_ns).c_str(),
-                      w.name.operation.c_str(), object.empty() ? "" : " ", object.c_str());
-        out += buf;
+        out += "      ~ ";
+        from = out.size();
+        out += w.name.event_name;
+        align_left(out, from, 44);
+        out += ' ';
+        from = out.size();
+        append_human_duration(out, w.wait.end_ns - w.wait.start_ns);
+        align_right(out, from, 10);
+        out += ' ';
+        out += w.name.operation;
+        if (!w.name.object_name.empty() || !w.name.object_schema.empty()) {
+            out += ' ';
+            w.name.append_object(out);
+        }
+        out += '\n';
     }
 }
 

@@ -140,7 +140,7 @@ class ServerRenderer {
     struct WaitTotals {
         uint64_t count = 0, sum_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
     };
-    std::map<std::string, WaitTotals> wait_totals_;  // by EVENT_NAME
+    std::map<std::string, WaitTotals, std::less<>> wait_totals_;  // by EVENT_NAME
     struct ErrorTotals {
         uint64_t count = 0, first_ns = 0, last_ns = 0;
         std::string message;  // the last one's (redacted as its statement)

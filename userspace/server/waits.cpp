@@ -109,9 +109,9 @@ const char *table_op_operation(uint32_t op) {
 
 namespace {
 
-std::string base_name(const std::string &path) {
+std::string_view base_name(std::string_view path) {
     const size_t slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
+    return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
 }  // namespace
@@ -183,8 +183,8 @@ bool matches(const FileRule &r, std::string_view b) {
 
 }  // namespace
 
-std::string file_event_name(const std::string &path, FileNaming naming) {
-    const std::string b = base_name(path);
+std::string_view file_event_name(std::string_view path, FileNaming naming) {
+    const std::string_view b = base_name(path);
     const std::span<const FileRule> rules =
         naming == FileNaming::mysql ? std::span<const FileRule>(kMysqlFiles) : kMariadbFiles;
     for (const FileRule &r : rules) {
@@ -213,7 +213,34 @@ WaitNamer::WaitNamer(pid_t pid, std::shared_ptr<const elf::ElfFile> exe, int64_t
     }
 }
 
-std::string WaitNamer::symbol_at(uint64_t runtime_addr, bool functions) {
+std::string_view WaitNamer::intern(std::string_view s) {
+    auto it = interned_.find(s);
+    if (it == interned_.end()) {
+        it = interned_.emplace(s).first;
+    }
+    return *it;
+}
+
+std::string_view WaitNamer::futex_event_name(const Wait &w, std::string_view object,
+                                             const char *kind) {
+    const bool mutex = kind[0] == 'm';
+    if (!object.empty()) {
+        // "wait/synch/mutex/sql/LOCK_open": looked up without building it.
+        thread_local std::string key;
+        key.assign("wait/synch/").append(kind).append("/sql/").append(object);
+        return intern(key);
+    }
+    auto [it, fresh] = caller_names_.try_emplace({w.caller, mutex});
+    if (fresh) {
+        const std::string_view fn = w.caller ? symbol_at(w.caller, true) : std::string_view();
+        it->second = intern(std::string("wait/synch/") + kind + "/sql/" +
+                            (fn.empty() ? std::string("unknown")
+                                        : elf::without_params(elf::demangle(std::string(fn)))));
+    }
+    return it->second;
+}
+
+std::string_view WaitNamer::symbol_at(uint64_t runtime_addr, bool functions) {
     const uint64_t vaddr = runtime_addr - static_cast<uint64_t>(bias_);
     const auto &v = functions ? functions_ : objects_;
     auto it = std::upper_bound(v.begin(), v.end(), vaddr,
@@ -228,7 +255,7 @@ std::string WaitNamer::symbol_at(uint64_t runtime_addr, bool functions) {
     return s->name;
 }
 
-std::string WaitNamer::path_of(uint64_t fd, bool refresh) {
+std::shared_ptr<const std::string> WaitNamer::path_of(uint64_t fd, bool refresh) {
     auto it = fd_paths_.find(fd);
     if (it != fd_paths_.end() && !refresh) {
         return it->second;
@@ -236,7 +263,8 @@ std::string WaitNamer::path_of(uint64_t fd, bool refresh) {
     char buf[PATH_MAX];
     const std::string link = "/proc/" + std::to_string(pid_) + "/fd/" + std::to_string(fd);
     ssize_t n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
-    std::string path = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+    auto path =
+        std::make_shared<const std::string>(n > 0 ? std::string(buf, static_cast<size_t>(n)) : "");
     fd_paths_[fd] = path;
     return path;
 }
@@ -248,30 +276,24 @@ WaitName WaitNamer::name(const Wait &w) {
             // glibc's mutexes wait with the value 2 ("locked, with waiters");
             // condition variables and rwlocks wait on sequence counters.
             const bool mutex = w.value == 2;
-            std::string object = symbol_at(w.object, false);
-            const bool cond_name = object.rfind("COND_", 0) == 0;
+            const std::string_view object = symbol_at(w.object, false);
+            const bool cond_name = object.starts_with("COND_");
             const char *kind = mutex && !cond_name ? "mutex" : "cond";
             n.operation = mutex && !cond_name         ? "lock"
                           : (w.flags & MT_WAIT_TIMED) ? "timed_wait"
                                                       : "wait";
             n.object_instance = w.object;
-            if (!object.empty()) {
-                n.object_name = object;
-                n.event_name = std::string("wait/synch/") + kind + "/sql/" + object;
-            } else {
-                const std::string fn = w.caller ? symbol_at(w.caller, true) : "";
-                n.event_name =
-                    std::string("wait/synch/") + kind + "/sql/" +
-                    (fn.empty() ? std::string("unknown") : elf::without_params(elf::demangle(fn)));
-            }
+            n.object_name = object;
+            n.event_name = futex_event_name(w, object, kind);
             return n;
         }
         case MT_WAIT_TABLE:
             n.event_name = "wait/io/table/sql/handler";
             n.operation = table_op_operation(static_cast<uint32_t>(w.value));
             n.object_type = "TABLE";
-            n.object_schema = w.schema;
-            n.object_name = w.table;
+            n.owner = std::make_shared<const std::string>(w.schema + w.table);
+            n.object_schema = std::string_view(*n.owner).substr(0, w.schema.size());
+            n.object_name = std::string_view(*n.owner).substr(w.schema.size());
             n.object_instance = w.object;
             return n;
         case MT_WAIT_POLL:
@@ -304,17 +326,18 @@ WaitName WaitNamer::name(const Wait &w) {
         return n;
     }
     // A regular file (the kernel said so): its path while it is open.
-    const std::string path = path_of(w.object, w.kind == MT_WAIT_OPEN);
+    std::shared_ptr<const std::string> path = path_of(w.object, w.kind == MT_WAIT_OPEN);
     if (w.kind == MT_WAIT_CLOSE) {
         fd_paths_.erase(w.object);
     }
-    if (!(w.flags & MT_WAIT_FILE) || path.empty() || path[0] != '/') {
+    if (!(w.flags & MT_WAIT_FILE) || path->empty() || (*path)[0] != '/') {
         n.report = false;  // gone before it could be named, or not a file
         return n;
     }
-    n.event_name = file_event_name(path, naming_);
+    n.event_name = file_event_name(*path, naming_);
     n.object_type = "FILE";
-    n.object_name = path;
+    n.object_name = *path;
+    n.owner = std::move(path);
     switch (w.kind) {
         case MT_WAIT_READ:
         case MT_WAIT_RECV:

@@ -225,10 +225,9 @@ std::string_view WaitNamer::futex_event_name(const Wait &w, std::string_view obj
                                              const char *kind) {
     const bool mutex = kind[0] == 'm';
     if (!object.empty()) {
-        // "wait/synch/mutex/sql/LOCK_open": looked up without building it.
-        thread_local std::string key;
-        key.assign("wait/synch/").append(kind).append("/sql/").append(object);
-        return intern(key);
+        // "wait/synch/mutex/sql/LOCK_open", put together in a reused buffer.
+        key_.assign("wait/synch/").append(kind).append("/sql/").append(object);
+        return intern(key_);
     }
     auto [it, fresh] = caller_names_.try_emplace({w.caller, mutex});
     if (fresh) {

@@ -86,7 +86,7 @@ class WaitNamer {
     // `bias`: runtime address - file address of the server binary.
     WaitNamer(pid_t pid, std::shared_ptr<const elf::ElfFile> exe, int64_t bias,
               FileNaming naming = FileNaming::mariadb);
-    // Valid while this namer lives.
+    // Its views stay valid while this namer lives.
     WaitName name(const Wait &w);
 
   private:
@@ -110,6 +110,7 @@ class WaitNamer {
     // Event names of futex waits on unnamed objects, by the waiting
     // function's address and the kind ("mutex", "cond").
     std::map<std::pair<uint64_t, bool>, std::string_view> caller_names_;
+    std::string key_;  // futex_event_name's
 };
 
 }  // namespace mysqltrace::server

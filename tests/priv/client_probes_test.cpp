@@ -97,7 +97,7 @@ Attached attach(const std::string &setup) {
 
 TEST(ClientProbes, PerSyscallTracepoints) {
     MYSQLTRACE_REQUIRE_ROOT();
-    auto a = attach("");
+    auto a = attach(kMountTracefs);
     EXPECT_EQ(a.tracepoints, kPerSyscall);
     EXPECT_EQ(a.err.find("tracefs"), std::string::npos) << a.err;
 }

@@ -11,6 +11,10 @@ namespace mysqltrace::test {
 const char *const kUnmountTracefs =
     "for m in $(findmnt -n -l -o TARGET -t tracefs,debugfs | sort -r); do umount -l \"$m\"; done; ";
 
+const char *const kMountTracefs =
+    "findmnt -n /sys/kernel/tracing >/dev/null || "
+    "mount -t tracefs tracefs /sys/kernel/tracing || exit 99; ";
+
 const char *const kNoTracefsMountPoint =
     "hold=$(mktemp -d) && mount --bind /sys/kernel/btf \"$hold\" && "
     "mount -t tmpfs -o size=64k tmpfs /sys/kernel && mkdir /sys/kernel/btf && "

@@ -16,6 +16,10 @@ namespace mysqltrace::test {
 // namespace.
 extern const char *const kUnmountTracefs;
 
+// Shell that mounts tracefs on /sys/kernel/tracing (in the private mount
+// namespace) unless it is there already: the machine's own may have none.
+extern const char *const kMountTracefs;
+
 // Shell that, besides, hides /sys/kernel behind a read-only tmpfs (keeping
 // its BTF), so that /sys/kernel/tracing is gone and tracefs cannot be
 // mounted there.

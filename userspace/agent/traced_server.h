@@ -4,6 +4,7 @@
 // a directory of its own named from its labels.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -92,7 +93,12 @@ class TracedServer {
     const server::StatementTracer &tracer() const { return *tracer_; }
     // Its rings' counters (drops, records); one BPF map read.
     bpf::RingStats ring_stats() const { return tracer_->rings().stats(); }
-    double ring_fill() const { return tracer_->rings().fill(); }
+    // Its fullest ring's unread share now, or while it was read since the
+    // last call (bpf::RingSet::take_peak_fill).
+    double ring_fill() {
+        bpf::RingSet &r = tracer_->rings();
+        return std::max(r.fill(), r.take_peak_fill());
+    }
     // Lock waits are traced (TracedServerOptions::locks).
     bool locks() const { return locks_ != nullptr; }
     // The lock waits open now, each with its blockers; `now_ns` on

@@ -175,9 +175,19 @@ void RingSet::accept(const uint8_t *data, size_t size) {
 
 void RingSet::release(uint64_t up_to_ts, bool all) {
     reorder_->release(all ? UINT64_MAX : up_to_ts, all ? 0 : opts_.max_pending,
-                      [this](std::span<const uint8_t> record) {
+                      [this, all](std::span<const uint8_t> record) {
                           delivered_++;
                           sink_(record);
+                          // Copying in what the producers wrote meanwhile is
+                          // cheap (the reorder buffer takes it; records due
+                          // by now still come out in order). Not at the end
+                          // of a trace: producers still running would keep
+                          // the flush from ending.
+                          if (!all && ++since_consume_ >= kConsumeEvery) {
+                              since_consume_ = 0;
+                              peak_fill_ = std::max(peak_fill_, fill());
+                              ring_buffer__consume(rb_);  // an error shows at the next poll
+                          }
                       });
 }
 

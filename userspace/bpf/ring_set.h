@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "bpf/handles.h"
@@ -76,6 +77,9 @@ class RingSet {
     // The unread share (0 to 1) of the fullest ring now: how far the reader
     // is behind its producers. 0 where a ring's positions could not be mapped.
     double fill() const;
+    // The highest fill() seen while poll() delivered records since the last
+    // call: a reader long at work falls behind there, not at a wakeup.
+    double take_peak_fill() { return std::exchange(peak_fill_, 0.0); }
 
   private:
     RingSet(RecordSink sink, const RingOptions &opts) : sink_(std::move(sink)), opts_(opts) {}
@@ -100,6 +104,13 @@ class RingSet {
     std::unique_ptr<ReorderBuffer> reorder_;
     uint64_t delivered_ = 0;
     uint64_t malformed_ = 0;
+    // Records delivered since the rings were last read. Delivering (decoding,
+    // rendering) a large batch takes a while, hundreds of ms on CPUs the
+    // traced programs saturate; the rings are read again every
+    // kConsumeEvery records meanwhile, so that they do not fill behind it.
+    static constexpr unsigned kConsumeEvery = 256;
+    unsigned since_consume_ = 0;
+    double peak_fill_ = 0;
 };
 
 // Sizes an object's scratch slots (maps `scratch`, if any, and

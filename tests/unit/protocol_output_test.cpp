@@ -61,6 +61,37 @@ TEST(ProtocolText, ControlCharactersAreEscaped) {
               "    QUERY: SELECT 1\\n  FROM dual\\t-- x\\x01\n");
 }
 
+// escape_text scans 8 bytes at a time: every byte that needs escaping, at
+// every offset of a longer line, is still found; bytes of 0x80 and up stay.
+TEST(ProtocolText, EscapesEveryControlByteAtEveryOffset) {
+    for (int c : {0x00, 0x01, 0x09, 0x0A, 0x0D, 0x1F, 0x7F}) {
+        for (size_t at = 0; at < 20; ++at) {
+            std::string s(20, 'a');
+            s[5] = static_cast<char>(0xE9);
+            s[at] = static_cast<char>(c);
+            std::string want;
+            for (char b : s) {
+                const auto u = static_cast<unsigned char>(b);
+                if (u == '\n') {
+                    want += "\\n";
+                } else if (u == '\r') {
+                    want += "\\r";
+                } else if (u == '\t') {
+                    want += "\\t";
+                } else if (u < 0x20 || u == 0x7F) {
+                    static constexpr char kHex[] = "0123456789abcdef";
+                    want += {'\\', 'x', kHex[u >> 4], kHex[u & 15]};
+                } else {
+                    want += b;
+                }
+            }
+            EXPECT_EQ(escape_text(s), want) << "byte " << c << " at " << at;
+        }
+    }
+    EXPECT_EQ(escape_text(std::string(19, ' ') + "\x80\xff~ "),
+              std::string(19, ' ') + "\x80\xff~ ");
+}
+
 TEST(ProtocolText, LongValuesAreCutWithTheirTrueLength) {
     EXPECT_EQ(cut_text("abcdef", 10), "abcdef");
     EXPECT_EQ(cut_text("abcdef", 4), "abcd... (6 bytes)");

@@ -199,6 +199,13 @@ class FlatWriter {
         std::memcpy(buf_ + n_, s.data(), s.size());
         n_ += s.size();
     }
+    // Room for k bytes written in place, then advance() by those written:
+    // for text made straight into the line (a timestamp).
+    char *space(size_t k) {
+        room(k);
+        return buf_ + n_;
+    }
+    void advance(size_t n) { n_ += n; }
     // `s` as a JSON string.
     void str(std::string_view s) {
         flush();

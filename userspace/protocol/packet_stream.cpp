@@ -314,28 +314,43 @@ size_t PacketStream::consume(const uint8_t *p, size_t n, uint64_t ts_ns) {
     size_t i = 0;
     while (i < n) {
         if (!in_payload_) {
-            if (hdr_have_ == 0) {
+            const uint8_t *hdr = p + i;
+            if (hdr_have_ == 0 && n - i >= 4) {
+                // The whole header in this chunk (nearly always): read in
+                // place, without a copy of variable size.
                 hdr_ts_ns_ = ts_ns;
-                hdr_offset_ = in_offset_ + i;
+                i += 4;
+            } else {
+                if (hdr_have_ == 0) {
+                    hdr_ts_ns_ = ts_ns;
+                    hdr_offset_ = in_offset_ + i;
+                }
+                size_t take = std::min(n - i, 4 - hdr_have_);
+                std::memcpy(hdr_ + hdr_have_, p + i, take);
+                hdr_have_ += take;
+                i += take;
+                if (hdr_have_ < 4) {
+                    break;
+                }
+                hdr_have_ = 0;
+                hdr = hdr_;
             }
-            size_t take = std::min(n - i, 4 - hdr_have_);
-            std::memcpy(hdr_ + hdr_have_, p + i, take);
-            hdr_have_ += take;
-            i += take;
-            if (hdr_have_ < 4) {
-                break;
-            }
-            hdr_have_ = 0;
-            uint32_t len = hdr_[0] | (hdr_[1] << 8) | (hdr_[2] << 16);
+            uint32_t len = hdr[0] | (hdr[1] << 8) | (hdr[2] << 16);
             if (!building_) {
-                cur_ = Packet{};
+                // Every field set here: cur_ was moved out by finish_packet()
+                // (its payload is empty) or reset.
+                cur_.length = 0;
+                cur_.seq = hdr[3];
+                cur_.physical_packets = 0;
                 cur_.payload.swap(spare_);
                 cur_.payload.clear();
                 if (cur_.payload.capacity() == 0) {
                     take_buffer(cur_.payload);
                 }
-                cur_.seq = hdr_[3];
+                cur_.gap = false;
+                cur_.length_known = true;
                 cur_.ts_first_ns = hdr_ts_ns_;
+                cur_.wire_bytes = 0;
                 building_ = true;
                 hole_ = false;
             }
@@ -377,7 +392,6 @@ size_t PacketStream::consume(const uint8_t *p, size_t n, uint64_t ts_ns) {
 void PacketStream::finish_packet(uint64_t ts_ns) {
     cur_.ts_last_ns = ts_ns;
     ready_.push_back(std::move(cur_));
-    cur_ = Packet{};
     building_ = false;
     hole_ = false;
 }

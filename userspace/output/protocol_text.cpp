@@ -17,30 +17,73 @@ using protocol::ProtocolEvent;
 
 namespace {
 
+// What follows the time in a line's prefix, " PID/TID mysqltrace: CONN: "
+// (or "mysqltrace: CONN: " without timestamps), kept from the thread's last
+// line: consecutive events are mostly of one connection and thread, so the
+// three numbers are then one copy of constant size instead of three
+// to_chars.
+struct PrefixTail {
+    static constexpr size_t kCap = 64;  // >= 1 + 10 + 1 + 10 + 1 + 12 + 20 + 2
+    bool valid = false;
+    bool ids = false;  // with " PID/TID"
+    uint64_t conn = 0;
+    uint32_t pid = 0;
+    uint32_t tid = 0;
+    size_t size = 0;
+    char text[kCap] = {};
+};
+
+void put_tail(FlatWriter &w, bool ids, uint64_t conn, uint32_t pid, uint32_t tid) {
+    thread_local PrefixTail last;
+    if (!last.valid || last.ids != ids || last.conn != conn || last.pid != pid || last.tid != tid) {
+        std::string text;
+        {
+            FlatWriter t(text);
+            if (ids) {
+                t.lit(" ");
+                t.num(pid);
+                t.lit("/");
+                t.num(tid);
+                t.lit(" ");
+            }
+            t.lit("mysqltrace: ");
+            t.num(conn);
+            t.lit(": ");
+        }
+        if (text.size() > PrefixTail::kCap) {
+            w.raw(text);  // never: the numbers are bounded
+            return;
+        }
+        std::memcpy(last.text, text.data(), text.size());
+        last.size = text.size();
+        last.ids = ids;
+        last.conn = conn;
+        last.pid = pid;
+        last.tid = tid;
+        last.valid = true;
+    }
+    std::memcpy(w.space(PrefixTail::kCap), last.text, PrefixTail::kCap);
+    w.advance(last.size);
+}
+
 // "HH:MM:SS.uuuuuu PID/TID mysqltrace: CONN: ", on the stack: this heads
 // every line a traced application's ~10 events per statement give.
 void put_prefix(FlatWriter &w, uint64_t conn, uint64_t ts_ns, uint32_t pid, uint32_t tid,
                 const ProtocolTextOptions &options) {
+    if (options.timestamps && options.clock != nullptr) {
+        w.advance(options.clock->put_wall(ts_ns, w.space(Clock::kWallChars)));
+        put_tail(w, true, conn, pid, tid);
+        return;
+    }
     if (options.timestamps) {
         char buf[64];
-        if (options.clock != nullptr) {
-            w.advance(options.clock->put_wall(ts_ns, w.space(Clock::kWallChars)));
-            w.lit(" ");
-            w.num(pid);
-            w.lit("/");
-            w.num(tid);
-            w.lit(" ");
-        } else {
-            const int n = std::snprintf(
-                buf, sizeof(buf), "%llu.%06llu %u/%u ",
-                static_cast<unsigned long long>(ts_ns / 1000000000ULL),
-                static_cast<unsigned long long>((ts_ns / 1000ULL) % 1000000ULL), pid, tid);
-            w.raw({buf, static_cast<size_t>(std::clamp(n, 0, static_cast<int>(sizeof(buf) - 1)))});
-        }
+        const int n = std::snprintf(buf, sizeof(buf), "%llu.%06llu %u/%u ",
+                                    static_cast<unsigned long long>(ts_ns / 1000000000ULL),
+                                    static_cast<unsigned long long>((ts_ns / 1000ULL) % 1000000ULL),
+                                    pid, tid);
+        w.raw({buf, static_cast<size_t>(std::clamp(n, 0, static_cast<int>(sizeof(buf) - 1)))});
     }
-    w.lit("mysqltrace: ");
-    w.num(conn);
-    w.lit(": ");
+    put_tail(w, false, conn, pid, tid);
 }
 
 void append_duration(std::string &out, uint64_t ns) {

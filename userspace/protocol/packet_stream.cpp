@@ -224,7 +224,15 @@ bool PacketStream::next(Packet &out) {
                 consume_frames(p, n, c.ts_ns);
                 c.pos += n;
             } else {
+                // A packet the bytes complete goes straight to out, not
+                // through ready_ (consume() stops after one).
+                deliver_ = &out;
                 c.pos += consume(p, n, c.ts_ns);
+                if (deliver_ == nullptr) {
+                    ++stats_.packets;
+                    return true;
+                }
+                deliver_ = nullptr;
             }
             continue;
         }
@@ -391,7 +399,13 @@ size_t PacketStream::consume(const uint8_t *p, size_t n, uint64_t ts_ns) {
 
 void PacketStream::finish_packet(uint64_t ts_ns) {
     cur_.ts_last_ns = ts_ns;
-    ready_.push_back(std::move(cur_));
+    if (deliver_ != nullptr) {
+        recycle(*deliver_);
+        *deliver_ = std::move(cur_);
+        deliver_ = nullptr;
+    } else {
+        ready_.push_back(std::move(cur_));
+    }
     building_ = false;
     hole_ = false;
 }

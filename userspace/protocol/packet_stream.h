@@ -205,6 +205,9 @@ class PacketStream {
     bool building_ = false;   // cur_ holds a started logical packet
     bool hole_ = false;       // cur_ lost bytes; stop appending to its payload
     Packet cur_;
+    // While next() runs consume() on uncompressed bytes: where
+    // finish_packet() puts the packet, instead of ready_ (then cleared).
+    Packet *deliver_ = nullptr;
 
     // Frame layer state.
     uint8_t fhdr_[7] = {};

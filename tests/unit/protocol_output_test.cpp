@@ -92,6 +92,32 @@ TEST(ProtocolText, EscapesEveryControlByteAtEveryOffset) {
               std::string(19, ' ') + "\x80\xff~ ");
 }
 
+// Detail lines are escaped on two paths (short lines straight into the
+// line's buffer, long ones appended): both write what escape_text() does.
+TEST(ProtocolText, DetailLinesAreEscapedAsEscapeTextDoes) {
+    std::vector<std::string> lines;
+    for (size_t len : {0, 1, 7, 8, 9, 15, 16, 17, 23, 200, 201, 300}) {
+        lines.push_back(std::string(len, 'x'));
+        for (size_t at = 0; at < len && at < 24; ++at) {
+            for (char c : {'\x01', '\n', '\x7f'}) {
+                std::string l(len, 'y');
+                l[at] = c;
+                lines.push_back(l);
+                l[len - 1 - at] = '\t';
+                lines.push_back(l);
+            }
+        }
+    }
+    for (const std::string &l : lines) {
+        ProtocolEvent ev;
+        ev.conn = 1;
+        ev.details = {l, "x"};
+        EXPECT_EQ(render_protocol_text(ev), "mysqltrace: 1: stage: CONNECTING, event: ERROR\n    " +
+                                                escape_text(l) + "\n    x\n")
+            << escape_text(l);
+    }
+}
+
 TEST(ProtocolText, LongValuesAreCutWithTheirTrueLength) {
     EXPECT_EQ(cut_text("abcdef", 10), "abcdef");
     EXPECT_EQ(cut_text("abcdef", 4), "abcd... (6 bytes)");

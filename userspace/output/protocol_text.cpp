@@ -141,19 +141,24 @@ bool plain(unsigned char c) {
     return c >= 0x20 && c != 0x7F;
 }
 
-// The length of s's leading run of plain bytes, 8 bytes at a time: the
-// rendered lines are mostly printable, and a byte loop over them was the
-// largest cost of rendering text. A word holds a byte below 0x20 iff
-// (x - 0x20..) & ~x & 0x80.. is non-zero (exact as a yes/no for bounds up to
-// 0x80), and a 0x7F iff x ^ 0x7F.. holds a zero byte.
-size_t plain_run(std::string_view s, size_t i) {
+// Whether any of x's 8 bytes needs escaping: a word holds a byte below
+// 0x20 iff (x - 0x20..) & ~x & 0x80.. is non-zero (exact as a yes/no for
+// bounds up to 0x80), and a 0x7F iff x ^ 0x7F.. holds a zero byte.
+bool has_unplain(uint64_t x) {
     constexpr uint64_t kOnes = 0x0101010101010101ULL;
     constexpr uint64_t kHigh = 0x8080808080808080ULL;
+    const uint64_t del = x ^ (0x7F * kOnes);
+    return ((((x - 0x20 * kOnes) & ~x) | ((del - kOnes) & ~del)) & kHigh) != 0;
+}
+
+// The length of s's leading run of plain bytes, 8 bytes at a time: the
+// rendered lines are mostly printable, and a byte loop over them was the
+// largest cost of rendering text.
+size_t plain_run(std::string_view s, size_t i) {
     while (i + 8 <= s.size()) {
         uint64_t x;
         std::memcpy(&x, s.data() + i, 8);
-        const uint64_t del = x ^ (0x7F * kOnes);
-        if ((((x - 0x20 * kOnes) & ~x) | ((del - kOnes) & ~del)) & kHigh) {
+        if (has_unplain(x)) {
             break;
         }
         i += 8;
@@ -163,6 +168,80 @@ size_t plain_run(std::string_view s, size_t i) {
     }
     return i;
 }
+
+// One byte as append_escaped() writes it, to d; returns the bytes written.
+size_t put_escaped_byte(char *d, unsigned char c) {
+    if (plain(c)) {
+        d[0] = static_cast<char>(c);
+        return 1;
+    }
+    d[0] = '\\';
+    switch (c) {
+        case '\n':
+            d[1] = 'n';
+            return 2;
+        case '\r':
+            d[1] = 'r';
+            return 2;
+        case '\t':
+            d[1] = 't';
+            return 2;
+        default: {
+            static constexpr char kHex[] = "0123456789abcdef";
+            d[1] = 'x';
+            d[2] = kHex[c >> 4];
+            d[3] = kHex[c & 15];
+            return 4;
+        }
+    }
+}
+
+// append_escaped() into a buffer with room for 4 * s.size() bytes, 8 plain
+// bytes a copy; returns the bytes written. For the short detail lines that
+// make most of a trace, written into the line's FlatWriter without a
+// string append per run.
+size_t put_escaped(char *out, std::string_view s) {
+    char *d = out;
+    size_t i = 0;
+    bool last_plain = false;  // the 8 bytes before i went out as they are
+    while (i + 8 <= s.size()) {
+        uint64_t x;
+        std::memcpy(&x, s.data() + i, 8);
+        last_plain = !has_unplain(x);
+        if (last_plain) {
+            std::memcpy(d, &x, 8);
+            d += 8;
+        } else {
+            for (size_t k = 0; k < 8; ++k) {
+                d += put_escaped_byte(d, static_cast<unsigned char>(s[i + k]));
+            }
+        }
+        i += 8;
+    }
+    const size_t rest = s.size() - i;
+    if (rest > 0 && last_plain) {
+        // The last 8 bytes as one word, over the end of the word before,
+        // which is the same bytes unescaped.
+        uint64_t x;
+        std::memcpy(&x, s.data() + s.size() - 8, 8);
+        if (!has_unplain(x)) {
+            std::memcpy(d + rest - 8, &x, 8);
+            return static_cast<size_t>(d + rest - out);
+        }
+    }
+    for (; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (plain(c)) {
+            *d++ = static_cast<char>(c);
+        } else {
+            d += put_escaped_byte(d, c);
+        }
+    }
+    return static_cast<size_t>(d - out);
+}
+
+// Detail lines up to this long (and not cut) go through put_escaped().
+constexpr size_t kShortLine = 200;
 
 }  // namespace
 
@@ -256,6 +335,7 @@ std::string hex_dump(std::span<const uint8_t> bytes, const std::string &indent) 
 
 void append_protocol_text(std::string &out, const ProtocolEvent &ev,
                           const ProtocolTextOptions &options) {
+    bool sql_done = false;
     {
         FlatWriter w(out);
         put_prefix(w, ev.conn, ev.ts_ns, ev.pid, ev.tid, options);
@@ -264,20 +344,29 @@ void append_protocol_text(std::string &out, const ProtocolEvent &ev,
         w.lit(", event: ");
         put_name(w, kEventNames, ev.event, protocol::event_name);
         w.lit("\n");
-    }
-    bool sql_done = false;
-    for (const auto &d : ev.details) {
-        std::string_view line = d;
-        out += "    ";
-        if (!sql_done && ev.sql && !ev.sql->empty() && line.size() >= ev.sql->size() + 2 &&
-            line.ends_with(*ev.sql) && line.substr(line.size() - ev.sql->size() - 2, 2) == ": ") {
-            sql_done = true;
-            append_escaped(out, line.substr(0, line.size() - ev.sql->size()));
-            append_cut(out, *ev.sql, options.max_value_chars, ev.sql_bytes);
-        } else {
-            append_cut(out, line, options.max_value_chars);
+        for (const auto &d : ev.details) {
+            std::string_view line = d;
+            if (!sql_done && ev.sql && !ev.sql->empty() && line.size() >= ev.sql->size() + 2 &&
+                line.ends_with(*ev.sql) &&
+                line.substr(line.size() - ev.sql->size() - 2, 2) == ": ") {
+                sql_done = true;
+                w.flush();
+                out += "    ";
+                append_escaped(out, line.substr(0, line.size() - ev.sql->size()));
+                append_cut(out, *ev.sql, options.max_value_chars, ev.sql_bytes);
+                out += '\n';
+            } else if (line.size() <= kShortLine && line.size() <= options.max_value_chars) {
+                // What append_cut() writes for a line it need not cut.
+                w.lit("    ");
+                w.advance(put_escaped(w.space(4 * line.size()), line));
+                w.lit("\n");
+            } else {
+                w.flush();
+                out += "    ";
+                append_cut(out, line, options.max_value_chars);
+                out += '\n';
+            }
         }
-        out += '\n';
     }
     if (options.dump && ev.bytes) {
         if (ev.packet_redacted) {

@@ -194,6 +194,9 @@ void PacketStream::recycle(Packet &p) {
     // Big buffers are not kept: a stream holds at most a few KiB spare.
     if (p.payload.capacity() > spare_.capacity() && p.payload.capacity() <= kBufferMax) {
         spare_.swap(p.payload);
+        if (p.payload.capacity() == 0) {
+            return;  // spare_ had none: the usual case, nothing to give back
+        }
     }
     give_buffer(p.payload);
 }

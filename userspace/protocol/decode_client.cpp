@@ -20,6 +20,11 @@ std::vector<std::pair<std::string, std::string>> decode_attributes(ByteReader &r
     std::vector<std::pair<std::string, std::string>> out;
     uint64_t total = r.lenenc_or_fail();
     ByteReader a(r.bytes(std::min<uint64_t>(total, r.remaining())));
+    // Clients send about ten (_os, _client_name, _pid, program_name, ...):
+    // one allocation instead of a chain of regrowths that move them all.
+    if (!a.at_end()) {
+        out.reserve(16);
+    }
     while (a.ok() && !a.at_end()) {
         std::string k = a.lenenc_str();
         std::string v = a.lenenc_str();

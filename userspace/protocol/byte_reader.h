@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -109,9 +110,11 @@ class ByteReader {
             return {};
         }
         size_t start = pos_;
-        while (pos_ < data_.size() && data_[pos_] != 0) {
-            ++pos_;
-        }
+        const size_t left = data_.size() - pos_;
+        const void *nul = left > 0 ? std::memchr(data_.data() + pos_, 0, left) : nullptr;
+        pos_ = nul != nullptr
+                   ? static_cast<size_t>(static_cast<const uint8_t *>(nul) - data_.data())
+                   : data_.size();
         std::string s(reinterpret_cast<const char *>(data_.data() + start), pos_ - start);
         if (pos_ < data_.size()) {
             ++pos_;

@@ -230,12 +230,7 @@ size_t put_escaped(char *out, std::string_view s) {
         }
     }
     for (; i < s.size(); ++i) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (plain(c)) {
-            *d++ = static_cast<char>(c);
-        } else {
-            d += put_escaped_byte(d, c);
-        }
+        d += put_escaped_byte(d, static_cast<unsigned char>(s[i]));
     }
     return static_cast<size_t>(d - out);
 }
@@ -254,23 +249,8 @@ void append_escaped(std::string &out, std::string_view s) {
         if (j == s.size()) {
             break;
         }
-        const auto c = static_cast<unsigned char>(s[j]);
-        switch (c) {
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default: {
-                static constexpr char kHex[] = "0123456789abcdef";
-                const char esc[4] = {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
-                out.append(esc, 4);
-            }
-        }
+        char esc[4];
+        out.append(esc, put_escaped_byte(esc, static_cast<unsigned char>(s[j])));
         i = j + 1;
     }
 }

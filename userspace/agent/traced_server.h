@@ -4,7 +4,6 @@
 // a directory of its own named from its labels.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -94,11 +93,8 @@ class TracedServer {
     // Its rings' counters (drops, records); one BPF map read.
     bpf::RingStats ring_stats() const { return tracer_->rings().stats(); }
     // Its fullest ring's unread share now, or while it was read since the
-    // last call (bpf::RingSet::take_peak_fill).
-    double ring_fill() {
-        bpf::RingSet &r = tracer_->rings();
-        return std::max(r.fill(), r.take_peak_fill());
-    }
+    // last call (bpf::RingSet::take_fill).
+    double ring_fill() { return tracer_->rings().take_fill(); }
     // Lock waits are traced (TracedServerOptions::locks).
     bool locks() const { return locks_ != nullptr; }
     // The lock waits open now, each with its blockers; `now_ns` on

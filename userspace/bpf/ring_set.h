@@ -9,6 +9,7 @@
 // come out in order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -77,9 +78,10 @@ class RingSet {
     // The unread share (0 to 1) of the fullest ring now: how far the reader
     // is behind its producers. 0 where a ring's positions could not be mapped.
     double fill() const;
-    // The highest fill() seen while poll() delivered records since the last
-    // call: a reader long at work falls behind there, not at a wakeup.
-    double take_peak_fill() { return std::exchange(peak_fill_, 0.0); }
+    // The higher of fill() now and the highest seen while poll() delivered
+    // records since the last call: a reader long at work falls behind
+    // there, not at a wakeup.
+    double take_fill() { return std::max(fill(), std::exchange(peak_fill_, 0.0)); }
 
   private:
     RingSet(RecordSink sink, const RingOptions &opts) : sink_(std::move(sink)), opts_(opts) {}

@@ -156,9 +156,9 @@ Result<StopReason> loop_until_stopped(bpf::RingSet &rings, const LoopOptions &op
         }
         // Behind its producers? Asked before draining, when the rings show it.
         // Or while it was at work since the last wakeup.
-        double fill = std::max(rings.fill(), rings.take_peak_fill());
+        double fill = rings.take_fill();
         for (auto *more : opts.more_rings) {
-            fill = std::max({fill, more->fill(), more->take_peak_fill()});
+            fill = std::max(fill, more->take_fill());
         }
         priority.check(fill, bpf::monotonic_ns());
         // Drain without waiting: the rings' epoll set was polled above.

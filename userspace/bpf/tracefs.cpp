@@ -6,7 +6,9 @@
 #include <sstream>
 #include <vector>
 
+#include <fcntl.h>
 #include <linux/perf_event.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -152,8 +154,40 @@ bool is_raw_syscall_program(const bpf_program *prog) {
 
 }  // namespace
 
-Result<std::vector<std::pair<bpf_program *, int>>> syscall_tracepoint_ids(
-    bpf_object *obj, std::vector<std::string> *notes) {
+namespace {
+
+// An exclusive lock on a file in /run/lock, held while it lives; none when
+// the file cannot be opened (a read-only /run): then nothing is serialised.
+class TracefsLock {
+  public:
+    TracefsLock() {
+        for (const char *path :
+             {"/run/lock/mysqltrace-tracefs.lock", "/run/mysqltrace-tracefs.lock"}) {
+            fd_ = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+            if (fd_ >= 0) {
+                while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+                }
+                return;
+            }
+        }
+    }
+    ~TracefsLock() {
+        if (fd_ >= 0) {
+            close(fd_);  // releases the lock
+        }
+    }
+    TracefsLock(const TracefsLock &) = delete;
+    TracefsLock &operator=(const TracefsLock &) = delete;
+
+  private:
+    int fd_ = -1;
+};
+
+}  // namespace
+
+Result<void> with_tracefs(const std::function<Result<void>(const std::string &dir)> &read,
+                          std::vector<std::string> *notes) {
+    TracefsLock lock;
     auto fs = open_tracefs();
     if (!fs) {
         return fs.error();
@@ -162,25 +196,33 @@ Result<std::vector<std::pair<bpf_program *, int>>> syscall_tracepoint_ids(
         notes->push_back("tracefs was not mounted: mounted it on " + fs->dir +
                          " to read the syscall tracepoint ids, unmounted it again");
     }
-    std::vector<std::pair<bpf_program *, int>> out;
-    Result<void> failed;
-    bpf_program *prog;
-    bpf_object__for_each_program(prog, obj) {
-        if (!is_syscall_tracepoint_program(prog)) {
-            continue;
-        }
-        std::string_view sec = bpf_program__section_name(prog);
-        auto id =
-            tracepoint_id(fs->dir, "syscalls", std::string(sec.substr(kSyscallPrefix.size())));
-        if (!id) {
-            failed = id.error();
-            break;
-        }
-        out.emplace_back(prog, *id);
-    }
+    auto r = read(fs->dir);
     release_tracefs(*fs);
-    if (!failed) {
-        return failed.error();
+    return r;
+}
+
+Result<std::vector<std::pair<bpf_program *, int>>> syscall_tracepoint_ids(
+    bpf_object *obj, std::vector<std::string> *notes) {
+    std::vector<std::pair<bpf_program *, int>> out;
+    auto read = [&](const std::string &dir) -> Result<void> {
+        bpf_program *prog;
+        bpf_object__for_each_program(prog, obj) {
+            if (!is_syscall_tracepoint_program(prog)) {
+                continue;
+            }
+            std::string_view sec = bpf_program__section_name(prog);
+            auto id =
+                tracepoint_id(dir, "syscalls", std::string(sec.substr(kSyscallPrefix.size())));
+            if (!id) {
+                return id.error();
+            }
+            out.emplace_back(prog, *id);
+        }
+        return {};
+    };
+    auto r = with_tracefs(read, notes);
+    if (!r) {
+        return r.error();
     }
     return out;
 }

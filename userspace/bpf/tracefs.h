@@ -4,6 +4,7 @@
 // attaches BPF programs to tracepoints by id.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,6 +33,13 @@ Result<Tracefs> open_tracefs();
 
 // Unmounts tracefs if open_tracefs() mounted it. Attached tracepoints stay.
 void release_tracefs(const Tracefs &t);
+
+// Runs `read` with the directory of tracefs, mounted for that moment when it
+// is not (a line in *notes says so) and unmounted after. mysqltrace processes
+// take turns here (a lock file in /run/lock), so that one tracer's unmount
+// never takes tracefs away from another's read.
+Result<void> with_tracefs(const std::function<Result<void>(const std::string &dir)> &read,
+                          std::vector<std::string> *notes);
 
 // The id of tracepoint `category`:`name` under `tracefs_dir`.
 Result<int> tracepoint_id(const std::string &tracefs_dir, const std::string &category,

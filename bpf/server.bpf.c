@@ -183,6 +183,11 @@ struct thread_state {
     __u64 sc_object;
     __u64 sc_value;
     __u64 sc_caller;
+    // The thread's wait for its client since its last command (recv, poll,
+    // recv again), sent as one idle wait when the next command begins.
+    __u64 idle_start;   // 0: none
+    __u64 idle_end;
+    __u64 idle_object;  // the socket's descriptor
     __u64 account_id;   // the connection whose account was sent last (0: none)
     __u64 account_key;  // and its user name's address, length and first bytes
     // The handler row operation in progress (--table-io): the outermost one

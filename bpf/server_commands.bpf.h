@@ -21,6 +21,9 @@ static __always_inline void take_starting_mark(struct thread_state *st, void *th
     st->pre.ts_ns = 0;
 }
 
+// server_waits.bpf.h: the thread's idle wait, ended by this command.
+static __always_inline void send_idle(struct thread_state *st);
+
 // A client command begins: `packet`/`len` is its text (a query, a prepared
 // statement), `arg`/`arg_len` the argument of another command (a schema name).
 static __always_inline void begin_command(void *thd, __u32 command, const char *packet, __u32 len,
@@ -30,6 +33,7 @@ static __always_inline void begin_command(void *thd, __u32 command, const char *
     st = state_of(1);
     if (!st)
         return;
+    send_idle(st);
     if (st->active && st->end_pending) {
         // "cleaning up" never came (the stage probes were detached): the
         // statement ended where the end probe fired.

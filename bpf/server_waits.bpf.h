@@ -208,7 +208,10 @@ static __always_inline int wait_enter(long nr, __u64 a0, __u64 a1, __u64 a2, __u
         __u32 cls;
 
         st->sc_object = (__u32)a0;  // the fd
-        cls = fd_class(st->sc_object);
+        // recv and send take sockets only: the descriptor table is read for
+        // the calls that take any file.
+        cls = kind == MT_WAIT_RECV || kind == MT_WAIT_SEND ? MT_WAIT_SOCKET
+                                                           : fd_class(st->sc_object);
         if (!cls) {
             st->sc_kind = 0;
             return 0;
@@ -222,6 +225,38 @@ static __always_inline int wait_enter(long nr, __u64 a0, __u64 a1, __u64 a2, __u
     return 0;
 }
 
+// Sends the thread's idle wait (its client's think time before this
+// command), begun and ended by the reads and polls of its socket outside a
+// statement: one record for the three calls of a wait (a read that finds
+// nothing, the poll, the read of the command), as performance_schema counts
+// one idle wait.
+static __always_inline void send_idle(struct thread_state *st) {
+    struct mt_server_wait_event *ev;
+    void *ring;
+    __u64 id;
+
+    if (!st->idle_start)
+        return;
+    id = thread_id_of(st->thd);
+    send_account(st, st->thd, id);
+    ev = mt_reserve(&ring, MT_EV_SERVER_WAIT, sizeof(*ev));
+    if (ev) {
+        ev->hdr.ts_ns = st->idle_end;
+        ev->start_ns = st->idle_start;
+        ev->thread_id = id;
+        ev->object = st->idle_object;
+        ev->bytes = 0;
+        ev->caller = 0;
+        ev->value = 0;
+        ev->kind = MT_WAIT_POLL;
+        ev->flags = MT_WAIT_SOCKET;
+        ev->ret = 0;
+        ev->_pad0 = 0;
+        mt_submit(ring, ev, sizeof(*ev));
+    }
+    st->idle_start = 0;
+}
+
 // The end of the syscall that wait_enter() began, with its result.
 static __always_inline int wait_exit(long ret) {
     struct mt_server_wait_event *ev;
@@ -232,6 +267,20 @@ static __always_inline int wait_exit(long ret) {
     st = state_of(0);
     if (!st || !st->sc_kind)
         return 0;
+    if (!(st->sc_flags & MT_WAIT_IN_STATEMENT) &&
+        (st->sc_kind == MT_WAIT_POLL ||
+         ((st->sc_flags & MT_WAIT_SOCKET) &&
+          (st->sc_kind == MT_WAIT_READ || st->sc_kind == MT_WAIT_RECV)))) {
+        // Waiting for the client: sent whole when its command begins.
+        if (!st->idle_start)
+            st->idle_start = st->sc_start;
+        st->idle_end = bpf_ktime_get_ns();
+        if (st->sc_kind != MT_WAIT_POLL)
+            st->idle_object = st->sc_object;
+        st->sc_kind = 0;
+        return 0;
+    }
+    send_idle(st);  // before a later wait of the thread
     id = thread_id_of(st->thd);
     send_account(st, st->thd, id);
     ev = mt_reserve(&ring, MT_EV_SERVER_WAIT, sizeof(*ev));

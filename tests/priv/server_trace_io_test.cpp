@@ -5,6 +5,7 @@
 // loaded into a database, and a full filesystem.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -146,6 +147,37 @@ TEST_P(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
         }
     }
     EXPECT_TRUE(idle);
+    // One idle wait per gap between the waiter's commands (the reads and the
+    // poll of one wait for the client are one wait): 25 commands, the first
+    // begun before the tracer saw the thread wait.
+    std::vector<json> commands;
+    std::vector<json> idles;
+    for (const auto &e : all) {
+        if (e["THREAD_ID"] != last["THREAD_ID"]) {
+            continue;
+        }
+        if (e["kind"] == "statement") {
+            commands.push_back(e);
+        } else if (e["kind"] == "wait" && e["EVENT_NAME"] == "idle") {
+            idles.push_back(e);
+        }
+    }
+    ASSERT_EQ(commands.size(), 25u);
+    ASSERT_EQ(idles.size(), 24u);
+    auto by_start = [](const json &a, const json &b) {
+        return a["TIMER_START"].get<uint64_t>() < b["TIMER_START"].get<uint64_t>();
+    };
+    std::sort(commands.begin(), commands.end(), by_start);
+    std::sort(idles.begin(), idles.end(), by_start);
+    for (size_t i = 0; i < idles.size(); i++) {
+        EXPECT_GE(idles[i]["TIMER_START"].get<uint64_t>(), commands[i]["TIMER_END"].get<uint64_t>())
+            << i << ": " << idles[i].dump() << "\n"
+            << commands[i].dump();
+        EXPECT_LE(idles[i]["TIMER_END"].get<uint64_t>(),
+                  commands[i + 1]["TIMER_START"].get<uint64_t>())
+            << i << ": " << idles[i].dump() << "\n"
+            << commands[i + 1].dump();
+    }
     // The summary: one row per event name.
     std::map<std::string, uint64_t> counted;
     for (const auto &e : all) {

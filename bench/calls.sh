@@ -52,6 +52,7 @@ measure() {  # what n -> ns per call
 }
 start_tracer() {  # function, extra args...
   local fn=$1; shift
+  rm -f "$work/err"  # the last tracer's "Ctrl-C to stop" must not pass for this one's
   "$mt" calls --pid "$pid" --match "$fn" --output /dev/null "$@" 2>"$work/err" &
   tracer=$!
   for _ in $(seq 400); do

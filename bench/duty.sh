@@ -55,6 +55,9 @@ run() {
     echo "$(bench_qps "$out") $(lat_95 "$out") $(lat_max "$out") - - - - -"
     return
   fi
+  # The last run's stderr must not pass for this tracer's "Ctrl-C to stop":
+  # the shell truncates it only once the tracer's process has started.
+  rm -f "$err"
   # shellcheck disable=SC2046
   "$mt" server --pid "$(bench_server_pid "$dir")" --stages off $(duty_args "$cfg") \
     --format digests-json --output "$sum" 2>"$err" &

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <regex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -284,9 +285,15 @@ TEST_P(ServerTrace, ReaderBehindRaisesItsPriorityAndSaysSo) {
     EXPECT_EQ(failures, 0);
     auto r = tracer->stop(SIGINT);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find("mysqltrace: the reader fell behind 1 time; it ran at nice -20 for "),
-              std::string::npos)
+    // Once at least: the stop. The load goes on after it, and on a busy
+    // machine the reader may fall behind again before the end.
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(
+        r.err, m,
+        std::regex("mysqltrace: the reader fell behind ([0-9]+) times?; it ran at nice "
+                   "-20 for ")))
         << r.err;
+    EXPECT_GE(std::stoi(m[1].str()), 1) << r.err;
     // A ring more than half full at that wakeup: real-time until it keeps up.
     EXPECT_NE(r.err.find(" s in all, real-time (SCHED_RR) "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(" s of it (--reader-nice N fixes its priority)\n"), std::string::npos)

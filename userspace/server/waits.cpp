@@ -296,7 +296,9 @@ WaitName WaitNamer::name(const Wait &w) {
             n.object_instance = w.object;
             return n;
         case MT_WAIT_POLL:
-            // A connection thread polls its socket only between commands.
+            // A connection thread waiting for its client between commands:
+            // its socket's reads and polls, sent as one record by the BPF
+            // side (send_idle in bpf/server_waits.bpf.h).
             n.event_name = "idle";
             n.operation = "idle";
             n.object_type = "SOCKET";
@@ -304,16 +306,6 @@ WaitName WaitNamer::name(const Wait &w) {
             return n;
         default:
             break;
-    }
-    if ((w.flags & MT_WAIT_SOCKET) && !w.in_statement() &&
-        (w.kind == MT_WAIT_READ || w.kind == MT_WAIT_RECV)) {
-        // Between commands a connection thread blocks reading its socket
-        // (or polls it, above): waiting for the client, performance_schema's
-        // "idle".
-        n.event_name = "idle";
-        n.operation = "idle";
-        n.object_type = "SOCKET";
-        return n;
     }
     if (w.flags & MT_WAIT_SOCKET) {
         n.event_name = "wait/io/socket/sql/client_connection";

@@ -123,6 +123,8 @@ const volatile __u64 starting_stage_name = 0;
 // is the statement's own text there (the slow log prints it), so SQL_TEXT
 // is read from it.
 const volatile __u32 end_per_statement = 0;
+// --waits: idle waits between commands (server_waits.bpf.h).
+const volatile __u32 idle_waits = 0;
 // COM_STMT_PREPARE's text is copied at dispatch_command's entry (the end
 // comes after the reply has reused its buffer).
 const volatile __u32 copy_prepare_text = 0;
@@ -183,11 +185,12 @@ struct thread_state {
     __u64 sc_object;
     __u64 sc_value;
     __u64 sc_caller;
-    // The thread's wait for its client since its last command (recv, poll,
-    // recv again), sent as one idle wait when the next command begins.
+    // --waits: the thread's wait for its client, from the end of its last
+    // statement (or of its last wait outside one) to the start of its next
+    // command, sent as one idle wait when that command begins.
     __u64 idle_start;   // 0: none
-    __u64 idle_end;
-    __u64 idle_object;  // the socket's descriptor
+    void *idle_thd;     // the THD whose statement it followed
+    __u64 idle_object;  // the client socket's descriptor, as its sends name it
     __u64 account_id;   // the connection whose account was sent last (0: none)
     __u64 account_key;  // and its user name's address, length and first bytes
     // The handler row operation in progress (--table-io): the outermost one
@@ -505,6 +508,12 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     __u32 slot;
 
     st->active = 0;
+    if (idle_waits) {
+        // The thread waits for its client from now until its next command
+        // (or until a further statement of this one begins: then unsent).
+        st->idle_start = now;
+        st->idle_thd = thd;
+    }
     if (min_duration_ns && now - st->ev.start_ns < min_duration_ns)
         return;
     if (only_thread_id && thread_id_of(thd) != only_thread_id)

@@ -21,8 +21,9 @@ static __always_inline void take_starting_mark(struct thread_state *st, void *th
     st->pre.ts_ns = 0;
 }
 
-// server_waits.bpf.h: the thread's idle wait, ended by this command.
-static __always_inline void send_idle(struct thread_state *st);
+// server_waits.bpf.h: the thread's idle wait, ended at `end` by the command
+// that `thd` begins.
+static __always_inline void send_idle(struct thread_state *st, void *thd, __u64 end);
 
 // A client command begins: `packet`/`len` is its text (a query, a prepared
 // statement), `arg`/`arg_len` the argument of another command (a schema name).
@@ -33,7 +34,8 @@ static __always_inline void begin_command(void *thd, __u32 command, const char *
     st = state_of(1);
     if (!st)
         return;
-    send_idle(st);
+    if (st->idle_start)
+        send_idle(st, thd, bpf_ktime_get_ns());
     if (st->active && st->end_pending) {
         // "cleaning up" never came (the stage probes were detached): the
         // statement ended where the end probe fired.
@@ -187,9 +189,11 @@ int BPF_KPROBE(server_sql_command_m8, void *thd) {
 static __always_inline void finish_command(struct thread_state *st, __u32 flags) {
     end_statement(st, flags, 0);
     // After COM_QUIT the thread waits for a new connection: none of its
-    // waits belong to this THD any more.
-    if (st->ev.command == COM_QUIT)
+    // waits belong to this THD any more, and it is not idle.
+    if (st->ev.command == COM_QUIT) {
         st->thd = 0;
+        st->idle_start = 0;
+    }
 }
 
 // The end-of-command stage site of dispatch_command, or (end_per_statement)

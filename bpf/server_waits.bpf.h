@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Server side: waits, from the syscall tracepoints (a futex's caller found on
-// the stack).
+// the stack), and the idle wait between commands, from the statement probes.
 //
 // Part of server.bpf.c, which includes it after server_stages.bpf.h: it uses
 // server.bpf.c's inputs, struct thread_state and helpers, and is not a
@@ -11,20 +11,16 @@
 #define NR_read 0
 #define NR_write 1
 #define NR_close 3
-#define NR_poll 7
 #define NR_pread64 17
 #define NR_pwrite64 18
 #define NR_readv 19
 #define NR_writev 20
 #define NR_sendto 44
-#define NR_recvfrom 45
 #define NR_sendmsg 46
-#define NR_recvmsg 47
 #define NR_fsync 74
 #define NR_fdatasync 75
 #define NR_futex 202
 #define NR_openat 257
-#define NR_ppoll 271
 
 #define FUTEX_WAIT 0
 #define FUTEX_LOCK_PI 6
@@ -51,12 +47,6 @@ static __always_inline __u32 wait_kind(long nr) {
             return MT_WAIT_OPEN;
         case NR_close:
             return MT_WAIT_CLOSE;
-        case NR_poll:
-        case NR_ppoll:
-            return MT_WAIT_POLL;
-        case NR_recvfrom:
-        case NR_recvmsg:
-            return MT_WAIT_RECV;
         case NR_sendto:
         case NR_sendmsg:
             return MT_WAIT_SEND;
@@ -204,21 +194,18 @@ static __always_inline int wait_enter(long nr, __u64 a0, __u64 a1, __u64 a2, __u
     } else if (kind == MT_WAIT_OPEN) {
         st->sc_object = 0;  // the fd comes back at exit
         st->sc_flags |= MT_WAIT_FILE;
-    } else if (kind != MT_WAIT_POLL) {
+    } else {
         __u32 cls;
 
         st->sc_object = (__u32)a0;  // the fd
-        // recv and send take sockets only: the descriptor table is read for
-        // the calls that take any file.
-        cls = kind == MT_WAIT_RECV || kind == MT_WAIT_SEND ? MT_WAIT_SOCKET
-                                                           : fd_class(st->sc_object);
+        // send takes sockets only: the descriptor table is read for the
+        // calls that take any file.
+        cls = kind == MT_WAIT_SEND ? MT_WAIT_SOCKET : fd_class(st->sc_object);
         if (!cls) {
             st->sc_kind = 0;
             return 0;
         }
         st->sc_flags |= cls;
-    } else {
-        st->sc_object = 0;
     }
     st->sc_kind = kind;
     st->sc_start = bpf_ktime_get_ns();
@@ -226,22 +213,26 @@ static __always_inline int wait_enter(long nr, __u64 a0, __u64 a1, __u64 a2, __u
 }
 
 // Sends the thread's idle wait (its client's think time before this
-// command), begun and ended by the reads and polls of its socket outside a
-// statement: one record for the three calls of a wait (a read that finds
-// nothing, the poll, the read of the command), as performance_schema counts
-// one idle wait.
-static __always_inline void send_idle(struct thread_state *st) {
+// command): from the end of its last statement to `end`, when the next
+// command begins, as performance_schema counts one idle wait. Taken from the
+// statement probes, not from the reads and polls of the socket: those
+// syscalls' tracepoints ran ~10 times a statement (the client's own calls
+// among them) for one record. A new connection on a thread of the server's
+// cache (another THD) was not idle: nothing is sent.
+static __always_inline void send_idle(struct thread_state *st, void *thd, __u64 end) {
     struct mt_server_wait_event *ev;
     void *ring;
     __u64 id;
 
-    if (!st->idle_start)
+    if (!st->idle_start || st->idle_thd != thd || !st->thd) {
+        st->idle_start = 0;
         return;
+    }
     id = thread_id_of(st->thd);
     send_account(st, st->thd, id);
     ev = mt_reserve(&ring, MT_EV_SERVER_WAIT, sizeof(*ev));
     if (ev) {
-        ev->hdr.ts_ns = st->idle_end;
+        ev->hdr.ts_ns = end;
         ev->start_ns = st->idle_start;
         ev->thread_id = id;
         ev->object = st->idle_object;
@@ -262,34 +253,32 @@ static __always_inline int wait_exit(long ret) {
     struct mt_server_wait_event *ev;
     struct thread_state *st;
     void *ring;
-    __u64 id;
+    __u64 id, now;
 
     st = state_of(0);
     if (!st || !st->sc_kind)
         return 0;
-    if (!(st->sc_flags & MT_WAIT_IN_STATEMENT) &&
-        (st->sc_kind == MT_WAIT_POLL ||
-         ((st->sc_flags & MT_WAIT_SOCKET) &&
-          (st->sc_kind == MT_WAIT_READ || st->sc_kind == MT_WAIT_RECV)))) {
-        // Waiting for the client: sent whole when its command begins.
-        if (!st->idle_start)
-            st->idle_start = st->sc_start;
-        st->idle_end = bpf_ktime_get_ns();
-        if (st->sc_kind != MT_WAIT_POLL)
-            st->idle_object = st->sc_object;
-        st->sc_kind = 0;
-        return 0;
+    if (st->sc_flags & MT_WAIT_SOCKET) {
+        if (!(st->sc_flags & MT_WAIT_IN_STATEMENT) && st->sc_kind == MT_WAIT_READ) {
+            st->sc_kind = 0;  // reading the next command: part of the idle wait
+            return 0;
+        }
+        if (st->sc_kind == MT_WAIT_WRITE || st->sc_kind == MT_WAIT_SEND)
+            st->idle_object = st->sc_object;  // the client's, named in the idle wait
     }
-    send_idle(st);  // before a later wait of the thread
+    now = bpf_ktime_get_ns();
+    if (!(st->sc_flags & MT_WAIT_IN_STATEMENT) && st->idle_start)
+        st->idle_start = now;  // the idle wait begins after this one
     id = thread_id_of(st->thd);
     send_account(st, st->thd, id);
     ev = mt_reserve(&ring, MT_EV_SERVER_WAIT, sizeof(*ev));
     if (ev) {
+        ev->hdr.ts_ns = now;
         ev->start_ns = st->sc_start;
         ev->thread_id = id;
         ev->object = st->sc_kind == MT_WAIT_OPEN && ret >= 0 ? (__u64)ret : st->sc_object;
         ev->bytes = (st->sc_kind == MT_WAIT_READ || st->sc_kind == MT_WAIT_WRITE ||
-                     st->sc_kind == MT_WAIT_RECV || st->sc_kind == MT_WAIT_SEND) &&
+                     st->sc_kind == MT_WAIT_SEND) &&
                             ret > 0
                         ? (__u64)ret
                         : 0;
@@ -325,20 +314,16 @@ static __always_inline int wait_exit(long ret) {
 MT_WAIT_SYSCALL(read)
 MT_WAIT_SYSCALL(write)
 MT_WAIT_SYSCALL(close)
-MT_WAIT_SYSCALL(poll)
 MT_WAIT_SYSCALL(pread64)
 MT_WAIT_SYSCALL(pwrite64)
 MT_WAIT_SYSCALL(readv)
 MT_WAIT_SYSCALL(writev)
 MT_WAIT_SYSCALL(sendto)
-MT_WAIT_SYSCALL(recvfrom)
 MT_WAIT_SYSCALL(sendmsg)
-MT_WAIT_SYSCALL(recvmsg)
 MT_WAIT_SYSCALL(fsync)
 MT_WAIT_SYSCALL(fdatasync)
 MT_WAIT_SYSCALL(futex)
 MT_WAIT_SYSCALL(openat)
-MT_WAIT_SYSCALL(ppoll)
 
 // The raw tracepoints, when tracefs (the per-syscall tracepoints' ids) is
 // out of reach: they run for every syscall of every process.

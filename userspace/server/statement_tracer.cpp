@@ -179,6 +179,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->da_error_status = static_cast<__s32>(l.da_error_status);
     ro->da_ok_statuses = l.da_ok_statuses;
     ro->end_per_statement = target.end_sites.empty() ? 0 : 1;
+    ro->idle_waits = opts.waits ? 1 : 0;
     ro->text_at_end = target.end_sites.empty() ? 0 : 1;
     ro->copy_prepare_text = target.end_sites.empty() ? 0 : 1;
     ro->off_da_errno = l.da_errno;

@@ -296,9 +296,9 @@ WaitName WaitNamer::name(const Wait &w) {
             n.object_instance = w.object;
             return n;
         case MT_WAIT_POLL:
-            // A connection thread waiting for its client between commands:
-            // its socket's reads and polls, sent as one record by the BPF
-            // side (send_idle in bpf/server_waits.bpf.h).
+            // A connection thread waiting for its client between commands,
+            // from the end of its last statement to the start of its next
+            // command (send_idle in bpf/server_waits.bpf.h).
             n.event_name = "idle";
             n.operation = "idle";
             n.object_type = "SOCKET";

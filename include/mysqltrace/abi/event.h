@@ -181,8 +181,8 @@ enum mt_wait_kind {
     MT_WAIT_SYNC = 4,    // fsync/fdatasync
     MT_WAIT_OPEN = 5,    // openat (object: the new fd)
     MT_WAIT_CLOSE = 6,   // close
-    MT_WAIT_POLL = 7,    // poll/ppoll: a connection waiting for its client
-    MT_WAIT_RECV = 8,    // recvfrom/recvmsg
+    MT_WAIT_POLL = 7,    // idle: a connection waiting for its client between commands
+    MT_WAIT_RECV = 8,    // recvfrom/recvmsg (not sent: their tracepoints are not attached)
     MT_WAIT_SEND = 9,    // sendto/sendmsg
     MT_WAIT_TABLE = 10,  // a handler row operation (its own record: mt_server_table_io_event)
 };

@@ -123,8 +123,17 @@ const volatile __u64 starting_stage_name = 0;
 // is the statement's own text there (the slow log prints it), so SQL_TEXT
 // is read from it.
 const volatile __u32 end_per_statement = 0;
-// --waits: idle waits between commands (server_waits.bpf.h).
-const volatile __u32 idle_waits = 0;
+// --waits. On the entry-and-end path also the idle waits between commands
+// (server_waits.bpf.h); on the one-probe path userspace finds those.
+const volatile __u32 waits_on = 0;
+// --waits on the one-probe path: a thread's THD (current_thd) is the pointer
+// at this offset from its thread pointer (server/server_target.h), read as
+// its waits begin, and the command it runs (THD::m_command, 4 bytes at
+// off_command) tells whether the wait is inside a statement. Else (the
+// entry-and-end path) the THD a command began in.
+const volatile __u32 thd_from_tls = 0;
+const volatile __s64 thd_tp_off = 0;
+const volatile __s64 off_command = -1;
 // COM_STMT_PREPARE's text is copied at dispatch_command's entry (the end
 // comes after the reply has reused its buffer).
 const volatile __u32 copy_prepare_text = 0;
@@ -508,7 +517,7 @@ static __always_inline void end_statement(struct thread_state *st, __u32 flags, 
     __u32 slot;
 
     st->active = 0;
-    if (idle_waits) {
+    if (waits_on) {
         // The thread waits for its client from now until its next command
         // (or until a further statement of this one begins: then unsent).
         st->idle_start = now;

@@ -161,6 +161,17 @@ static __always_inline __u32 fd_class(__u64 fd) {
     return 0;
 }
 
+// The THD the calling server thread runs now (thd_from_tls), or 0.
+static __always_inline void *current_thd(void) {
+    struct task_struct *t = bpf_get_current_task_btf();
+    __u64 fsbase = BPF_CORE_READ(t, thread.fsbase);
+    void *thd = 0;
+
+    if (!fsbase || bpf_probe_read_user(&thd, sizeof(thd), (void *)(fsbase + thd_tp_off)))
+        return 0;
+    return thd;
+}
+
 // The start of syscall `nr` with its first four arguments; `regs`: the
 // thread's user registers when at hand (else looked up, for a futex's stack).
 static __always_inline int wait_enter(long nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3,
@@ -171,10 +182,22 @@ static __always_inline int wait_enter(long nr, __u64 a0, __u64 a1, __u64 a2, __u
     kind = wait_kind(nr);
     if (!kind)
         return 0;
-    st = state_of(0);
-    if (!st || !st->thd)
-        return 0;  // not a connection thread (yet)
-    st->sc_flags = st->active ? MT_WAIT_IN_STATEMENT : 0;
+    if (thd_from_tls) {
+        void *thd = current_thd();
+
+        if (!thd)
+            return 0;  // not a connection thread now
+        st = state_of(1);
+        if (!st)
+            return 0;
+        st->thd = thd;
+        st->sc_flags = text_command(read_u32(thd, off_command)) ? MT_WAIT_IN_STATEMENT : 0;
+    } else {
+        st = state_of(0);
+        if (!st || !st->thd)
+            return 0;  // not a connection thread (yet)
+        st->sc_flags = st->active ? MT_WAIT_IN_STATEMENT : 0;
+    }
     st->sc_value = 0;
     st->sc_caller = 0;
     if (kind == MT_WAIT_FUTEX) {

@@ -258,6 +258,86 @@ TEST_P(ServerTrace, WaitsFromPerSyscallTracepointsOrTheRawOnes) {
     }
 }
 
+// --waits with sampled or no stages keeps one probe per statement: a wait is
+// in a statement when the THD its thread runs (found from the thread
+// pointer) runs a statement's command, and is placed in it by time; the
+// idle waits are made from the statements' times. A connection's first
+// statement has its waits too.
+TEST_P(ServerTrace, WaitsOnTheOneProbePath) {
+    ASSERT_TRUE(server_
+                    ->query("create database mt_db; create table mt_db.t (a int primary key, "
+                            "b int) engine=InnoDB; insert into mt_db.t values (1, 2)")
+                    .ok());
+    BackgroundCommand tracer(server_tracer_argv(
+        *server_, {"--waits", "--stages", "off", "--format", "json", "--output", out_path_}));
+    ASSERT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop")) << tracer.stderr_so_far();
+    EXPECT_NE(tracer.stderr_so_far().find("one probe per statement (log_slow_statement)"),
+              std::string::npos)
+        << tracer.stderr_so_far();
+    MYSQL *m = connect();
+    ASSERT_NE(m, nullptr);
+    ASSERT_EQ(run_query(m, "select sleep(0.2)"), 0u);
+    for (int i = 0; i < 10; i++) {
+        ASSERT_EQ(run_query(m, "select b from mt_db.t where a = 1"), 0u);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_EQ(run_query(m, "select 'after idle'"), 0u);
+    auto r = tracer.stop(SIGINT);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(" 0 records dropped;"), std::string::npos) << r.err;
+    mysql_close(m);
+
+    const std::vector<json> all = read_json_lines(out_path_);
+    json first;
+    bool slept = false;
+    for (const auto &w : waits_of(all, "select sleep(0.2)", &first)) {
+        slept |= w["EVENT_NAME"] == "wait/synch/cond/sql/Interruptible_wait::wait" &&
+                 w["TIMER_WAIT"].get<uint64_t>() > 150'000'000'000ull;
+    }
+    ASSERT_FALSE(first.is_null());
+    EXPECT_TRUE(slept) << first.dump();
+    // The connection's statements, and its waits: each statement's reply
+    // nested in it, and one idle wait between each two statements.
+    std::vector<json> statements, idles;
+    std::map<uint64_t, size_t> sends;  // by the statement's EVENT_ID
+    for (const auto &e : all) {
+        if (e["THREAD_ID"] != first["THREAD_ID"]) {
+            continue;
+        }
+        if (e["kind"] == "statement") {
+            statements.push_back(e);
+        } else if (e["kind"] == "wait" && e["EVENT_NAME"] == "idle") {
+            EXPECT_TRUE(e["NESTING_EVENT_ID"].is_null()) << e.dump();
+            idles.push_back(e);
+        } else if (e["kind"] == "wait" && e["OPERATION"] == "send" &&
+                   !e["NESTING_EVENT_ID"].is_null()) {
+            sends[e["NESTING_EVENT_ID"].get<uint64_t>()]++;
+        }
+    }
+    auto by_start = [](const json &a, const json &b) {
+        return a["TIMER_START"].get<uint64_t>() < b["TIMER_START"].get<uint64_t>();
+    };
+    std::sort(statements.begin(), statements.end(), by_start);
+    std::sort(idles.begin(), idles.end(), by_start);
+    ASSERT_GE(statements.size(), 12u);
+    ASSERT_EQ(idles.size(), statements.size() - 1);
+    for (size_t i = 0; i < idles.size(); i++) {
+        EXPECT_EQ(idles[i]["TIMER_START"], statements[i]["TIMER_END"]) << i;
+        EXPECT_EQ(idles[i]["TIMER_END"], statements[i + 1]["TIMER_START"]) << i;
+    }
+    size_t long_idle = 0;
+    for (const auto &w : idles) {
+        long_idle += w["TIMER_WAIT"].get<uint64_t>() > 90'000'000'000ull ? 1 : 0;
+    }
+    EXPECT_GE(long_idle, 1u);
+    for (const auto &st : statements) {
+        if (st["SQL_TEXT"] == "select sleep(0.2)" || st["SQL_TEXT"] == "select 'after idle'" ||
+            st["SQL_TEXT"] == "select b from mt_db.t where a = 1") {
+            EXPECT_GE(sends[st["EVENT_ID"].get<uint64_t>()], 1u) << st.dump();
+        }
+    }
+}
+
 // --table-io: each row a statement reads or writes through the handler is
 // one wait/io/table/sql/handler wait, nested in its statement.
 TEST_P(ServerTrace, TableIoRowsAsHandlerWaits) {

@@ -22,6 +22,7 @@
 #include "output/slowlog.h"
 #include "server/locks.h"
 #include "server/statement_tracer.h"
+#include "server/wait_placer.h"
 #include "trace/trace_loop.h"
 
 namespace mysqltrace::cli {
@@ -234,29 +235,33 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     };
     output::Clock conn_clock;  // text lines of connections and transactions
     // Waits that began in a statement wait for it (its record comes at its
-    // end); those of statements filtered out are dropped with them.
-    std::map<uint32_t, std::vector<output::NamedWait>> pending;
+    // end); those of statements filtered out are dropped with them. On the
+    // one-probe path every wait waits for its thread's next statement
+    // (server/wait_placer.h).
+    server::WaitPlacer<output::NamedWait> placer;
+    server::WaitPlacer<output::NamedWait>::Placed placed;
     uint64_t waits = 0;
-    // The statement at hand's waits. Buffers are kept for the next statement
-    // (of a few hundred threads at most; past that, they are let go).
-    std::vector<output::NamedWait> st_waits;
-    auto take_waits = [&](const server::Statement &st) {
-        st_waits.clear();
-        auto it = pending.find(st.tid);
-        if (it == pending.end()) {
-            return;
-        }
-        for (auto &w : it->second) {
-            if (w.wait.start_ns >= st.start_ns && w.wait.start_ns <= st.end_ns) {
-                st_waits.push_back(std::move(w));
-            }
-        }
-        if (pending.size() > 512) {
-            pending.erase(it);
-        } else {
-            it->second.clear();
+    auto write_wait = [&](const output::NamedWait &nw) {
+        o.write(render.wait(nw));
+        if (trace_files) {
+            trace_files->write_block(nw.wait.thread_id, account_of(nw.wait.thread_id).actor(),
+                                     render.last_events());
         }
     };
+    // The statement at hand's waits in placed.in; the thread's idle wait
+    // before it (one-probe path) is written.
+    auto take_waits = [&](const server::Statement &st) {
+        placer.place(st, placed);
+        if (slowlog || otlp_file) {
+            return;
+        }
+        if (placed.idle && !(a.thread_id && st.thread_id != a.thread_id) &&
+            !other_user(st.thread_id)) {
+            waits++;
+            write_wait(output::NamedWait{*placed.idle, namer.name(*placed.idle)});
+        }
+    };
+    const std::vector<output::NamedWait> &st_waits = placed.in;
     auto on_wait = [&](const server::Wait &w) {
         if ((a.thread_id && w.thread_id != a.thread_id) || other_user(w.thread_id)) {
             return;
@@ -266,14 +271,13 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
             return;
         }
         waits++;
-        if (w.in_statement()) {
-            pending[w.tid].push_back(std::move(nw));
-        } else if (!slowlog && !otlp_file) {
-            o.write(render.wait(nw));
-            if (trace_files) {
-                trace_files->write_block(w.thread_id, account_of(w.thread_id).actor(),
-                                         render.last_events());
-            }
+        if (placer.holds(w)) {
+            placer.hold(std::move(nw));
+            return;
+        }
+        placer.written(w);
+        if (!slowlog && !otlp_file) {
+            write_wait(nw);
         }
     };
     const auto started = std::chrono::steady_clock::now();
@@ -419,6 +423,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
         return kExitFailure;
     }
     tracer_ptr = tracer->get();
+    placer.set_by_time(a.waits && (*tracer)->one_probe());
     if (a.locks) {
         const auto &k = (*tracer)->lock_layout();
         locks.set_row_blockers(k.row_blockers);

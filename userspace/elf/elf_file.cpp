@@ -194,4 +194,58 @@ Result<int64_t> accessor_field_offset(const ElfFile &file, std::string_view symb
                              " does not start with a load from its argument"};
 }
 
+Result<ThreadPointerLoad> thread_pointer_load(const ElfFile &file, std::string_view symbol) {
+    auto sym = file.find(symbol);
+    if (!sym || !sym->is_function) {
+        return Error{ENOENT, std::string(symbol) + " not found in " + file.path()};
+    }
+    constexpr size_t kBytes = 64;
+    auto code = file.read(sym->vaddr, kBytes);
+    if (!code) {
+        return code.error();
+    }
+    Disassembler d(file.budget(), /*detail=*/true);
+    ThreadPointerLoad out;
+    x86_reg tp = X86_REG_INVALID;  // the register holding the thread pointer
+    size_t at = 0;
+    while (at < code->size()) {
+        const cs_insn *insn =
+            d.decode(std::span<const uint8_t>(*code).subspan(at), sym->vaddr + at);
+        if (insn == nullptr || insn->id == X86_INS_RET || insn->id == X86_INS_JMP) {
+            break;
+        }
+        at += insn->size;
+        const cs_x86 &x = insn->detail->x86;
+        if (x.op_count != 2 || x.operands[0].type != X86_OP_REG ||
+            x.operands[1].type != X86_OP_MEM || x.operands[1].size != 8) {
+            if (tp != X86_REG_INVALID && x.op_count >= 1 && x.operands[0].type == X86_OP_REG &&
+                x.operands[0].reg == tp) {
+                break;  // the thread pointer is overwritten: not the pattern
+            }
+            continue;
+        }
+        const x86_reg dst = x.operands[0].reg;
+        const x86_op_mem &m = x.operands[1].mem;
+        if (insn->id == X86_INS_MOV && m.segment == X86_REG_FS && m.base == X86_REG_INVALID &&
+            m.index == X86_REG_INVALID) {
+            if (m.disp != 0) {
+                out.offset = m.disp;  // the pointer itself: mov rax, fs:[disp]
+                return out;
+            }
+            tp = dst;
+        } else if (tp != X86_REG_INVALID && insn->id == X86_INS_ADD && dst == tp &&
+                   m.base == X86_REG_RIP && m.index == X86_REG_INVALID && out.got == 0) {
+            out.got = insn->address + insn->size + static_cast<uint64_t>(m.disp);
+        } else if (tp != X86_REG_INVALID && insn->id == X86_INS_MOV && m.base == tp &&
+                   m.index == X86_REG_INVALID && m.segment == X86_REG_INVALID) {
+            out.offset = m.disp;
+            return out;
+        } else if (dst == tp) {
+            break;  // the register is overwritten: not the pattern
+        }
+    }
+    return Error{EINVAL, std::string(symbol) + " in " + file.path() +
+                             " does not load a pointer at the thread pointer"};
+}
+
 }  // namespace mysqltrace::elf

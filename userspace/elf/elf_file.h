@@ -80,4 +80,18 @@ class ElfFile {
 // This is how struct offsets of a build are learnt without debug info.
 Result<int64_t> accessor_field_offset(const ElfFile &file, std::string_view symbol);
 
+// Where a function that returns a thread_local pointer finds it, as an
+// offset from the thread pointer (%fs base): MariaDB's `_current_thd()`
+// loads it at a constant offset (`mov rax, fs:[0]; mov rax, [rax + disp]`,
+// or in one instruction `mov rax, fs:[disp]`),
+// MySQL's `thd_get_current_thd()` adds an offset the dynamic loader wrote
+// into a GOT slot (`mov rax, fs:[0]; add rax, [rip + slot]; mov rax,
+// [rax + disp]`): then `got` is that slot's address in the file, whose
+// run-time value is to be added to `offset`.
+struct ThreadPointerLoad {
+    int64_t offset = 0;
+    uint64_t got = 0;  // 0: none
+};
+Result<ThreadPointerLoad> thread_pointer_load(const ElfFile &file, std::string_view symbol);
+
 }  // namespace mysqltrace::elf

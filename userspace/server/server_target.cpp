@@ -388,6 +388,32 @@ Result<ServerTarget> analyse_server(std::shared_ptr<const elf::ElfFile> file,
     return t;
 }
 
+namespace {
+
+// Where a server thread's THD pointer (current_thd) is, from its thread
+// pointer, learnt from the function the server exports to read it; for
+// MySQL's initial-exec load the slot the dynamic loader filled in is read
+// from the running process. nullopt: not learnt.
+std::optional<int64_t> current_thd_tp_offset(pid_t pid, const elf::ElfFile &f, int64_t bias) {
+    for (const char *fn : {"_current_thd", "_Z19thd_get_current_thdv"}) {
+        auto load = elf::thread_pointer_load(f, fn);
+        if (!load) {
+            continue;
+        }
+        if (load->got == 0) {
+            return load->offset;
+        }
+        int64_t tpoff = 0;
+        if (proc::read_memory(pid, load->got + static_cast<uint64_t>(bias), &tpoff,
+                              sizeof(tpoff)) == static_cast<ssize_t>(sizeof(tpoff))) {
+            return tpoff + load->offset;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 Result<ServerTarget> resolve_server(pid_t pid, const elf::AnalysisLimits &limits) {
     if (!proc::process_exists(pid)) {
         return Error{ESRCH, "no such process: " + std::to_string(pid)};
@@ -424,6 +450,7 @@ Result<ServerTarget> resolve_server(pid_t pid, const elf::AnalysisLimits &limits
             }
         }
     }
+    t.current_thd_tp_offset = current_thd_tp_offset(pid, f, t.load_bias);
     return analysed;
 }
 

@@ -82,7 +82,10 @@ struct ServerTarget {
         uint32_t op = 0;      // enum mt_table_op
     };
     std::vector<TableIoSite> table_io;
-    int64_t load_bias = 0;              // runtime address - file vaddr
+    int64_t load_bias = 0;  // runtime address - file vaddr
+    // A thread's current THD is the pointer at this offset from its thread
+    // pointer (%fs base); nullopt: not learnt (see current_thd_tp_offset()).
+    std::optional<int64_t> current_thd_tp_offset;
     uint64_t text_lo = 0, text_hi = 0;  // the server's code, at run time
     std::shared_ptr<const elf::ElfFile> file;
 };

@@ -179,7 +179,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->da_error_status = static_cast<__s32>(l.da_error_status);
     ro->da_ok_statuses = l.da_ok_statuses;
     ro->end_per_statement = target.end_sites.empty() ? 0 : 1;
-    ro->idle_waits = opts.waits ? 1 : 0;
+    ro->waits_on = opts.waits ? 1 : 0;
     ro->text_at_end = target.end_sites.empty() ? 0 : 1;
     ro->copy_prepare_text = target.end_sites.empty() ? 0 : 1;
     ro->off_da_errno = l.da_errno;
@@ -250,18 +250,22 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
         }
     }
     // One probe per statement, unless a mode needs to see statements begin
-    // (exact stages nest in them, waits and table I/O are credited to the
-    // statement running), or the build lacks what the probe reads.
+    // (exact stages nest in them, table I/O is credited to the statement
+    // running), or the build lacks what the probe reads. Waits need it only
+    // where the THD a thread runs (current_thd) cannot be found: with it, a
+    // wait is in a statement when its THD runs a statement's command, and
+    // userspace places it in its statement by time.
+    const bool thd_known = target.current_thd_tp_offset.has_value() && l.command >= 0;
     const bool nesting = opts.stages == StageMode::exact || opts.stages == StageMode::traps ||
-                         opts.waits || opts.table_io;
+                         opts.table_io || (opts.waits && !thd_known);
     const char *force = std::getenv("MYSQLTRACE_SERVER_PATH");
     const std::string missing = one_probe_missing(target);
     if (!opts.one_probe || (force != nullptr && std::string(force) == "multi")) {
         t->path_note_ = "entry and end probes per statement (--every-command)";
     } else if (nesting) {
         t->path_note_ =
-            "entry and end probes per statement (exact stages, --waits and "
-            "--table-io need to see statements begin)";
+            "entry and end probes per statement (exact stages, --table-io and, where "
+            "current_thd is not found, --waits need to see statements begin)";
     } else if (!missing.empty()) {
         t->path_note_ = "entry and end probes per statement (no one-probe path: " + missing + ")";
     } else {
@@ -270,6 +274,11 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     }
     if (t->one_probe_) {
         ro->onepass = 1;
+        if (opts.waits) {
+            ro->thd_from_tls = 1;
+            ro->thd_tp_off = *target.current_thd_tp_offset;
+            ro->off_command = l.command;
+        }
         ro->off_start_utime = l.start_utime;
         ro->off_db = l.db;
         set_filter_name(ro->filter_db, &ro->filter_db_len, opts.db);

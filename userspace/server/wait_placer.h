@@ -63,6 +63,11 @@ class WaitPlacer {
     void place(const Statement &st, Placed &out) {
         out.in.clear();
         out.idle.reset();
+        if (threads_.size() >= kMaxThreads && !threads_.contains(st.tid)) {
+            // Threads come and go (one per connection without a thread
+            // cache): forget those holding nothing.
+            std::erase_if(threads_, [](const auto &kv) { return kv.second.held.empty(); });
+        }
         Thread &t = threads_[st.tid];
         for (auto &w : t.held) {
             const Wait &x = w.wait;
@@ -96,6 +101,9 @@ class WaitPlacer {
     // Past this many threads seen, a thread's buffer is let go after each
     // statement instead of kept for the next.
     static constexpr size_t kManyThreads = 512;
+    // Past this many, the threads holding no wait are forgotten (their next
+    // statement, if any, gets no idle wait).
+    static constexpr size_t kMaxThreads = 65536;
     struct Thread {
         std::vector<W> held;
         uint64_t last_end = 0;  // its last statement's end (0: none seen)

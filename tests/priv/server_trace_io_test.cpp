@@ -32,6 +32,11 @@ using nlohmann::json;
 
 class ServerTrace : public ServerTraceTest {};
 
+// Events in the order they began.
+bool by_start(const json &a, const json &b) {
+    return a["TIMER_START"].get<uint64_t>() < b["TIMER_START"].get<uint64_t>();
+}
+
 TEST_P(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
     ASSERT_TRUE(server_
                     ->query("create database mt_db; create table mt_db.t (a int primary key, "
@@ -163,9 +168,6 @@ TEST_P(ServerTrace, WaitsOfLocksFilesSocketsAndIdleTime) {
     }
     ASSERT_EQ(commands.size(), 25u);
     ASSERT_EQ(idles.size(), 24u);
-    auto by_start = [](const json &a, const json &b) {
-        return a["TIMER_START"].get<uint64_t>() < b["TIMER_START"].get<uint64_t>();
-    };
     std::sort(commands.begin(), commands.end(), by_start);
     std::sort(idles.begin(), idles.end(), by_start);
     for (size_t i = 0; i < idles.size(); i++) {
@@ -314,9 +316,6 @@ TEST_P(ServerTrace, WaitsOnTheOneProbePath) {
             sends[e["NESTING_EVENT_ID"].get<uint64_t>()]++;
         }
     }
-    auto by_start = [](const json &a, const json &b) {
-        return a["TIMER_START"].get<uint64_t>() < b["TIMER_START"].get<uint64_t>();
-    };
     std::sort(statements.begin(), statements.end(), by_start);
     std::sort(idles.begin(), idles.end(), by_start);
     ASSERT_GE(statements.size(), 12u);

@@ -171,17 +171,34 @@ Result<std::vector<uint8_t>> ElfFile::read(uint64_t vaddr, size_t n) const {
     return buf;
 }
 
-Result<int64_t> accessor_field_offset(const ElfFile &file, std::string_view symbol) {
+namespace {
+
+// The first `n` bytes of function `symbol`, and its address.
+struct FunctionCode {
+    uint64_t vaddr = 0;
+    std::vector<uint8_t> bytes;
+};
+Result<FunctionCode> function_code(const ElfFile &file, std::string_view symbol, size_t n) {
     auto sym = file.find(symbol);
     if (!sym || !sym->is_function) {
         return Error{ENOENT, std::string(symbol) + " not found in " + file.path()};
     }
-    auto code = file.read(sym->vaddr, 16);
+    auto bytes = file.read(sym->vaddr, n);
+    if (!bytes) {
+        return bytes.error();
+    }
+    return FunctionCode{sym->vaddr, std::move(bytes).value()};
+}
+
+}  // namespace
+
+Result<int64_t> accessor_field_offset(const ElfFile &file, std::string_view symbol) {
+    auto code = function_code(file, symbol, 16);
     if (!code) {
         return code.error();
     }
     Disassembler d(file.budget(), /*detail=*/true);
-    const cs_insn *insn = d.decode(*code, sym->vaddr);
+    const cs_insn *insn = d.decode(code->bytes, code->vaddr);
     if (insn != nullptr && insn->id == X86_INS_MOV && insn->detail->x86.op_count == 2) {
         const cs_x86_op &dst = insn->detail->x86.operands[0];
         const cs_x86_op &src = insn->detail->x86.operands[1];
@@ -195,12 +212,7 @@ Result<int64_t> accessor_field_offset(const ElfFile &file, std::string_view symb
 }
 
 Result<ThreadPointerLoad> thread_pointer_load(const ElfFile &file, std::string_view symbol) {
-    auto sym = file.find(symbol);
-    if (!sym || !sym->is_function) {
-        return Error{ENOENT, std::string(symbol) + " not found in " + file.path()};
-    }
-    constexpr size_t kBytes = 64;
-    auto code = file.read(sym->vaddr, kBytes);
+    auto code = function_code(file, symbol, 64);
     if (!code) {
         return code.error();
     }
@@ -208,9 +220,9 @@ Result<ThreadPointerLoad> thread_pointer_load(const ElfFile &file, std::string_v
     ThreadPointerLoad out;
     x86_reg tp = X86_REG_INVALID;  // the register holding the thread pointer
     size_t at = 0;
-    while (at < code->size()) {
+    while (at < code->bytes.size()) {
         const cs_insn *insn =
-            d.decode(std::span<const uint8_t>(*code).subspan(at), sym->vaddr + at);
+            d.decode(std::span<const uint8_t>(code->bytes).subspan(at), code->vaddr + at);
         if (insn == nullptr || insn->id == X86_INS_RET || insn->id == X86_INS_JMP) {
             break;
         }

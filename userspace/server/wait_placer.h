@@ -38,7 +38,6 @@ class WaitPlacer {
   public:
     // by_time: the one-probe path (see above).
     void set_by_time(bool by_time) { by_time_ = by_time; }
-    bool by_time() const { return by_time_; }
 
     // Whether `w` waits for a statement (then hold() it); else the caller
     // writes it now, and tells written().

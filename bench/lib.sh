@@ -191,6 +191,26 @@ bench_server_pid() { (source "$1/env"; echo "$MT_PID"); }
 bench_qps() { sed -n 's/^ *queries: *[0-9]* *(\([0-9.]*\) per sec.)/\1/p' "$1"; }
 bench_queries() { sed -n 's/^ *queries: *\([0-9]*\) .*/\1/p' "$1"; }
 bench_drops() { sed -n 's/.* \([0-9]*\) records dropped.*/\1/p' "$1" | tail -1; }
+bench_tps() { sed -n 's/^ *transactions: *[0-9]* *(\([0-9.]*\) per sec.)/\1/p' "$1"; }
+
+# A sysbench run's CPU, as "BUSY SERVER CLIENT TRACER" clock ticks between
+# two bench_window calls around it: the whole machine's busy time (user,
+# nice, system, irq and softirq of /proc/stat's cpu line: sampled at each
+# tick), the server's and the tracer's user+system time, and that of the
+# children this shell reaped meanwhile, i.e. sysbench. A process's times are
+# its exact run time in ticks (the kernel scales the sampled split to it),
+# so the last three carry no sampling error.
+# bench_window SERVER_PID TRACER_PID (0: none) [REAPER_PID, default this shell]
+# shellcheck disable=SC2016
+bench_window_awk='/^cpu / { print $2 + $3 + $4 + $7 + $8; exit }'
+bench_window() {
+  local busy server children tracer=0
+  busy=$(awk "$bench_window_awk" /proc/stat)
+  server=$(bench_cpu_ticks "$1")
+  children=$(awk '{ print $16 + $17 }' "/proc/${3:-$$}/stat")
+  [ "$2" = 0 ] || tracer=$(bench_cpu_ticks "$2")
+  echo "$busy ${server:-0} $children ${tracer:-0}"
+}
 
 # utime + stime of a process, in clock ticks.
 bench_cpu_ticks() {
@@ -261,20 +281,30 @@ bench_prog_stats() {  # pid file
 
 # bench_run CONFIG WORKLOAD THREADS SECONDS TAG: one sysbench run under
 # CONFIG against the server it uses. Raw output in $work/runs/TAG.*. Sets
-# bench_result to "QPS QUERIES DROPS TRACER_CPU_S TRACER_HWM_KIB" ("-" where
-# nothing applies). Runs in the calling shell (not in $(...)), so that a
-# failure ends the script through its cleanup.
+# bench_result to "QPS QUERIES DROPS TRACER_CPU_S TRACER_HWM_KIB BUSY SERVER
+# CLIENT TRACER" ("-" where nothing applies; the last four: bench_window's
+# ticks over the sysbench run). Runs in the calling shell (not in $(...)),
+# so that a failure ends the script through its cleanup.
 bench_run() {
   local cfg=$1 workload=$2 threads=$3 seconds=$4 tag=$5
   local out="$work/runs/$tag.out" err="$work/runs/$tag.err" watchf="$work/runs/$tag.watch"
-  local args=(--threads="$threads" --time="$seconds" run)
-  local plain="$work/${bench_prefix}plain" cpu0="" cpu1="" extra=() mode
+  # BENCH_RATE: sysbench events per second (none: as fast as it can).
+  local args=(--threads="$threads" --time="$seconds" ${BENCH_RATE:+--rate="$BENCH_RATE"} run)
+  local plain="$work/${bench_prefix}plain" cpu0="" cpu1="" extra=() mode win0="" win1="" spid
   bench_watcher=""
   rm -f "$watchf"
   case $cfg in
-    baseline) bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
-    pfs | pfs-stages) bench_sysbench "$work/$bench_prefix$cfg" "$workload" "${args[@]}" >"$out" ;;
-    shim-idle) LD_PRELOAD="$shim" bench_sysbench "$plain" "$workload" "${args[@]}" >"$out" ;;
+    baseline | pfs | pfs-stages | shim-idle)
+      local dir=$plain
+      [ "$cfg" = baseline ] || [ "$cfg" = shim-idle ] || dir="$work/$bench_prefix$cfg"
+      spid=$(bench_server_pid "$dir")
+      win0=$(bench_window "$spid" 0)
+      if [ "$cfg" = shim-idle ]; then
+        LD_PRELOAD="$shim" bench_sysbench "$dir" "$workload" "${args[@]}" >"$out"
+      else
+        bench_sysbench "$dir" "$workload" "${args[@]}" >"$out"
+      fi
+      win1=$(bench_window "$spid" 0) ;;
     floor | statements* | duty* | sampled | exact | traps | waits | table-io | transactions | locks)
       mode=$cfg
       local path="" dest=/dev/null
@@ -304,7 +334,10 @@ bench_run() {
       bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps0"
       cpu0=$(bench_cpu_ticks "$bench_tracer")
       [ -z "$BENCH_ON_START" ] || "$BENCH_ON_START"
+      spid=$(bench_server_pid "$plain")
+      win0=$(bench_window "$spid" "$bench_tracer")
       bench_sysbench "$plain" "$workload" "${args[@]}" >"$out"
+      win1=$(bench_window "$spid" "$bench_tracer")
       [ -z "$BENCH_ON_END" ] || "$BENCH_ON_END"
       cpu1=$(bench_cpu_ticks "$bench_tracer")
       bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps1"
@@ -332,8 +365,11 @@ bench_run() {
       bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps0"
       cpu0=$(bench_cpu_ticks "$bench_tracer")
       [ -z "$BENCH_ON_START" ] || "$BENCH_ON_START"
+      spid=$(bench_server_pid "$plain")
+      win0=$(bench_window "$spid" "$bench_tracer")
       echo go >"$work/gate"
       wait "$sbpid"
+      win1=$(bench_window "$spid" "$bench_tracer")
       [ -z "$BENCH_ON_END" ] || "$BENCH_ON_END"
       cpu1=$(bench_cpu_ticks "$bench_tracer")
       bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps1"
@@ -354,6 +390,20 @@ bench_run() {
       [ "$cfg" = run-no-api ] && extra=(--no-api)
       bench_sysbench_argv "$plain" "$workload"
       local cmd=("${sb[@]}" "${args[@]}")
+      # The CPU around sysbench alone, not the tracer's attach before it:
+      # taken by a parent of sysbench that the run starts, which finds the
+      # tracer among its ancestors.
+      spid=$(bench_server_pid "$plain")
+      rm -f "$work/runs/$tag.win0" "$work/runs/$tag.win1"
+      # shellcheck disable=SC2016
+      cmd=(bash -c "$(declare -p bench_window_awk; declare -f bench_cpu_ticks bench_window)"'
+        out=$1 server=$2; shift 2
+        tracer=$PPID
+        while [ "$tracer" -gt 1 ] && [ "$(cat "/proc/$tracer/comm")" != mysqltrace ]; do
+          tracer=$(awk "{ print \$4 }" "/proc/$tracer/stat")
+        done
+        bench_window "$server" "$tracer" $$ >"${out}0"; "$@"; rc=$?
+        bench_window "$server" "$tracer" $$ >"${out}1"; exit $rc' bash "$work/runs/$tag.win" "$spid" "${cmd[@]}")
       if [ -n "$BENCH_PROG_STATS" ]; then
         # The run's own child reads the counters of its parent, the tracer.
         # shellcheck disable=SC2016
@@ -368,7 +418,9 @@ bench_run() {
       local rc=0
       wait "$bench_tracer" || rc=$?
       bench_tracer=""
-      [ "$rc" -eq 0 ] || { cat "$err" "$out" >&2; bench_die "mysqltrace run exited with status $rc"; } ;;
+      [ "$rc" -eq 0 ] || { cat "$err" "$out" >&2; bench_die "mysqltrace run exited with status $rc"; }
+      win0=$(cat "$work/runs/$tag.win0" 2>/dev/null || true)
+      win1=$(cat "$work/runs/$tag.win1" 2>/dev/null || true) ;;
     *) bench_die "unknown configuration $cfg (one of: $BENCH_ALL_CONFIGS)" ;;
   esac
   [ -z "$bench_watcher" ] || wait "$bench_watcher" 2>/dev/null || true
@@ -390,8 +442,15 @@ bench_run() {
     [ -n "$cpu1" ] || cpu1=${w[1]:-0}
     cpu=$(awk -v a="$cpu0" -v b="$cpu1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz }')
   fi
+  local win="- - - -"
+  if [ -n "$win0" ] && [ -n "$win1" ]; then
+    local a b
+    read -r -a a <<<"$win0"
+    read -r -a b <<<"$win1"
+    win="$((b[0] - a[0])) $((b[1] - a[1])) $((b[2] - a[2])) $((b[3] - a[3]))"
+  fi
   # shellcheck disable=SC2034
-  bench_result="$qps $queries $drops $cpu $hwm"
+  bench_result="$qps $queries $drops $cpu $hwm $win"
 }
 
 # Kernel BPF run-time statistics (run_cnt, run_time_ns per program) on until

@@ -24,7 +24,15 @@
 # --workloads/--threads replace the cells by their cross product.
 # Configurations: see bench/lib.sh (default: every one but client-summary
 # and run-no-api). Sections (default all, in this order): probes pipeline
-# decoder matrix mysql hits memory profile.
+# decoder matrix mysql cost hits memory profile.
+#
+# The cost section: on oltp_point_select at 2 threads (or the first cell),
+# sysbench held at 0.35 of the untraced rate (BENCH_COST_LOAD), each
+# configuration run next to an untraced run; the extra CPU a query costs the
+# server, sysbench and the tracer (each process's exact CPU time), and the
+# share of untraced QPS it would leave where CPU is the limit: what each
+# configuration costs, without the +-15 point swings of saturated QPS on a
+# small machine.
 #
 # The mysql section: the same kind of cells against Oracle MySQL 9.7
 # (scripts/mysql-sandbox.sh), oltp_point_select and oltp_read_only at 2
@@ -84,16 +92,16 @@ case $matrix in
   full)
     cells="oltp_point_select:1 oltp_point_select:2 oltp_point_select:8 oltp_read_only:1
       oltp_read_only:2 oltp_read_only:8 oltp_read_write:1 oltp_read_write:2 oltp_read_write:8"
-    d_rounds=3 d_seconds=8 pipe_s=3 probe_hits=200000 probe_reps=7 dec_s=3 hits_s=3 mem_s=5 prof_s=5 cg_passes=10 ;;
+    d_rounds=3 d_seconds=8 pipe_s=3 probe_hits=200000 probe_reps=7 dec_s=3 hits_s=3 mem_s=5 prof_s=5 cg_passes=10 cost_s=8 ;;
   standard)
     cells="oltp_point_select:1 oltp_point_select:2 oltp_point_select:8 oltp_read_only:2
       oltp_read_write:2"
-    d_rounds=3 d_seconds=5 pipe_s=2 probe_hits=200000 probe_reps=5 dec_s=2 hits_s=3 mem_s=5 prof_s=5 cg_passes=10 ;;
+    d_rounds=3 d_seconds=5 pipe_s=2 probe_hits=200000 probe_reps=5 dec_s=2 hits_s=3 mem_s=5 prof_s=5 cg_passes=10 cost_s=5 ;;
   smoke)
     cells="oltp_point_select:2"
     mysql_cells="oltp_point_select:2"
     rates="100000,1000000,0"
-    d_rounds=1 d_seconds=2 pipe_s=0.5 probe_hits=20000 probe_reps=3 dec_s=0.3 hits_s=1 mem_s=2 prof_s=1 cg_passes=1
+    d_rounds=1 d_seconds=2 pipe_s=0.5 probe_hits=20000 probe_reps=3 dec_s=0.3 hits_s=1 mem_s=2 prof_s=1 cg_passes=1 cost_s=1
     write=0 ;;
   *) echo "perf-report: --matrix is standard, full or smoke" >&2; exit 2 ;;
 esac
@@ -117,7 +125,7 @@ read -r -a config_list <<<"$configs"
 for c in "${config_list[@]}"; do
   [[ " $BENCH_ALL_CONFIGS " == *" $c "* ]] || { echo "perf-report: unknown configuration $c" >&2; exit 2; }
 done
-: "${sections:=probes pipeline decoder matrix mysql hits memory profile}"
+: "${sections:=probes pipeline decoder matrix mysql cost hits memory profile}"
 has() { [[ " $sections " == *" $1 "* ]]; }
 [ "${#cell_list[@]}" -gt 0 ] || { echo "perf-report: no cells" >&2; exit 2; }
 read -r -a mysql_config_list <<<"$mysql_configs"
@@ -192,10 +200,10 @@ fi
 
 # ---- servers ----
 need_servers=0
-for s in matrix hits memory profile; do has "$s" && need_servers=1; done
+for s in matrix cost hits memory profile; do has "$s" && need_servers=1; done
 if [ "$need_servers" = 1 ]; then
   servers="plain"
-  has matrix && servers=$(bench_servers_for "${config_list[@]}")
+  if has matrix || has cost; then servers=$(bench_servers_for "${config_list[@]}"); fi
   bench_log "starting servers: $servers"
   # shellcheck disable=SC2086
   bench_start_servers $servers
@@ -282,6 +290,44 @@ for cell in "${cell_list[@]}"; do
 done
 side_w=${side_cell%:*} side_t=${side_cell#*:}
 echo "side_cell=$side_cell" >>"$results/meta.env"
+
+# ---- CPU per query at a fixed rate ----
+# Saturated QPS swings by +-15 points from round to round on a small
+# machine. Held at a rate every configuration sustains, sysbench runs the
+# same queries whatever traces it, and what changes is the CPU they take:
+# the server's, the client's and the tracer's, each measured exactly (not
+# sampled). Each configuration runs right next to an untraced run (first in
+# even rounds, second in odd ones), so that slow drift of the machine cancels
+# out of the difference.
+if has cost; then
+  # The rate: a share (BENCH_COST_LOAD) of what the untraced server does now,
+  # in sysbench events. At half, sysbench's paced threads (each event handed
+  # over through a queue) already took 80% of this 2-CPU machine and fell
+  # behind now and then; at 0.35 every configuration keeps up.
+  cost_load=${BENCH_COST_LOAD:-0.35}
+  bench_run baseline "$side_w" "$side_t" 3 "cost.probe"
+  echo "cost_saturated=$bench_result" >>"$results/meta.env"
+  cost_rate=$(bench_tps "$work/runs/cost.probe.out" | awk -v f="$cost_load" '{ printf "%d", $1 * f }')
+  [ "${cost_rate:-0}" -gt 0 ] || bench_die "cost: no transaction rate in the untraced run"
+  echo "cost_rate=$cost_rate" >>"$results/meta.env"
+  echo "cost_load=$cost_load" >>"$results/meta.env"
+  echo "cost_seconds=$cost_s" >>"$results/meta.env"
+  cost_configs=()
+  for c in "${config_list[@]}"; do [ "$c" = baseline ] || cost_configs+=("$c"); done
+  n=${#cost_configs[@]}
+  bench_log "cost: $side_cell at $cost_rate events/s, $n configurations x $rounds rounds, each next to an untraced run, $cost_s s each"
+  for r in $(seq "$rounds"); do
+    for i in $(seq 0 $((n - 1))); do
+      c=${cost_configs[$(((i + r - 1) % n))]}
+      pair=("$c" baseline)
+      [ $((r % 2)) = 1 ] || pair=(baseline "$c")
+      for x in "${pair[@]}"; do
+        BENCH_RATE=$cost_rate bench_run "$x" "$side_w" "$side_t" "$cost_s" "c.$c.$x.$r"
+        echo "$side_w $side_t $r $x $c $bench_result" >>"$results/cost.txt"
+      done
+    done
+  done
+fi
 
 # ---- probe hits per query (kernel BPF statistics, untimed) ----
 if has hits; then

@@ -4,7 +4,7 @@
 
     report.py RESULTS_DIR
 
-RESULTS_DIR holds meta.env, matrix.txt, mysql.txt, hits.*, memory.txt, probes.json,
+RESULTS_DIR holds meta.env, matrix.txt, mysql.txt, cost.txt, hits.*, memory.txt, probes.json,
 pipeline-*.json, decoder.md and profile/, each optional except meta.env.
 Prints the report on stdout. Reads numbers; asserts nothing.
 """
@@ -125,6 +125,82 @@ class Matrix:
         return int(sum(d)) if d else None
 
 
+class Cost:
+    """cost.txt: workload threads round config paired-config qps queries drops cpu_s hwm_kib
+    busy server client tracer (ticks), every run at the same fixed sysbench rate; an
+    untraced run next to each configuration's, paired-config naming it."""
+
+    PARTS = ("server", "client", "tracer", "busy")
+
+    def __init__(self, text, clk_tck):
+        self.runs = {}  # (cfg, paired cfg) -> {round: {"qps", "server", ... in us per query}}
+        self.cell = None
+        for line in (text or "").splitlines():
+            f = line.split()
+            if len(f) < 14 or num(f[13]) is None or not num(f[6]):
+                continue
+            self.cell = (f[0], int(f[1]))
+            q = float(f[6])
+            us = {k: float(v) / clk_tck * 1e6 / q
+                  for k, v in zip(("busy", "server", "client", "tracer"), f[10:14])}
+            us["total"] = us["server"] + us["client"] + us["tracer"]
+            us["qps"] = float(f[5])
+            self.runs.setdefault((f[3], f[4]), {})[int(f[2])] = us
+
+    def configs(self):
+        return [c for c in ORDER if (c, c) in self.runs]
+
+    def base(self, key):
+        """The untraced runs' us per query (median over all of them)."""
+        return med([v[key] for (c, _), rs in self.runs.items() if c == "baseline"
+                    for v in rs.values()])
+
+    def extra(self, cfg, key):
+        """us per query over the untraced run next to it, per round."""
+        a, b = self.runs.get((cfg, cfg), {}), self.runs.get(("baseline", cfg), {})
+        return [a[r][key] - b[r][key] for r in sorted(a) if r in b]
+
+    def held(self, cfg):
+        a, b = self.runs.get((cfg, cfg), {}), self.runs.get(("baseline", cfg), {})
+        return med([a[r]["qps"] / b[r]["qps"] for r in a if r in b and b[r]["qps"] > 0])
+
+
+def cost_saturated_us(meta, clk_tck):
+    """Untraced server + client CPU per query when sysbench runs flat out (the run that
+    set the rate)."""
+    f = meta.get("cost_saturated", "").split()
+    if len(f) < 9 or num(f[1]) in (None, 0) or num(f[6]) is None or num(f[7]) is None:
+        return None
+    return (float(f[6]) + float(f[7])) / clk_tck * 1e6 / float(f[1])
+
+
+def projected(sat, extra):
+    return None if sat is None or extra is None else sat / (sat + extra)
+
+
+def cost_table(p, cost, sat):
+    def span(xs):
+        return f"{med(xs):+.2f} ({min(xs):+.2f} to {max(xs):+.2f})"
+
+    p("| configuration | extra CPU per query (median, min-max) | server | client | tracer | "
+      "whole machine (sampled) | projected ratio | QPS held |")
+    p("|---|---|---|---|---|---|---|---|")
+    p(f"| {NAMES['baseline']} (its own CPU per query) | {cost.base('total'):.2f} us | "
+      f"{cost.base('server'):.2f} us | {cost.base('client'):.2f} us | - | "
+      f"{cost.base('busy'):.2f} us | 1.000 | 1.00 |")
+    for c in cost.configs():
+        if c == "baseline" or not cost.extra(c, "total"):
+            continue
+        tot = cost.extra(c, "total")
+        held = cost.held(c)
+        pr = projected(sat, med(tot))
+        p(f"| {NAMES[c]} | {span(tot)} us | {med(cost.extra(c, 'server')):+.2f} | "
+          f"{med(cost.extra(c, 'client')):+.2f} | {med(cost.extra(c, 'tracer')):+.2f} | "
+          f"{med(cost.extra(c, 'busy')):+.2f} | {'-' if pr is None else f'{pr:.3f}'} | "
+          f"{'-' if held is None else f'{held:.2f}'} |")
+    p("")
+
+
 def cell_table(p, m, w, t, seconds):
     """One cell's configurations: ratio to the cell's untraced baseline, QPS, tracer CPU."""
     p("| configuration | ratio (median) | min-max | median QPS | tracer CPU | "
@@ -159,6 +235,9 @@ def main():
     probes = read_json(d, "probes.json")
     pipes = {s: read_json(d, f"pipeline-{s}.json") for s in ("usdt", "syscall", "overload")}
     decoder = read_text(d, "decoder.md")
+    clk_tck = float(meta.get("clk_tck", "100") or 100)
+    cost = Cost(read_text(d, "cost.txt"), clk_tck)
+    cost_sat = cost_saturated_us(meta, clk_tck)
     out = []
     p = out.append
 
@@ -302,6 +381,11 @@ def main():
     p("- Per-probe cost: `bench/pipeline_bench probe-cost` (firing thread's CPU time per hit, "
       "minus the same loop unprobed) and, per configuration, kernel BPF statistics (run_cnt, "
       "run_time_ns of the tracer's programs) over an untimed sysbench run.")
+    if cost.cell:
+        p("- CPU per query at a fixed rate: sysbench `--rate` at a share of the untraced rate, "
+          "each configuration next to an untraced run in every round; the server's, sysbench's "
+          "and the tracer's CPU time (utime+stime of each process, which the kernel keeps "
+          "exact) and the machine's busy ticks (/proc/stat) over sysbench's run, per query.")
     p("- Memory: VmHWM of the tracer process, sampled every 0.1 s, with sysbench "
       "oltp_point_select at 1 and 200 threads (connections).")
     p("- Commands (as root, after a build; `bench/perf-report.sh --help`):")
@@ -325,6 +409,29 @@ def main():
                 p(f"Untraced: median {base:.0f} QPS (min-max {min(bq):.0f}-{max(bq):.0f}).")
                 p("")
             cell_table(p, m, w, t, seconds)
+
+    # ---------------- CPU per query at a fixed rate ----------------
+    if cost.cell:
+        w, t = cost.cell
+        p("## What tracing costs in CPU (per query, at a fixed rate)")
+        p("")
+        p(f"{w}, {t} thread{'s' if t != 1 else ''}, sysbench held at {meta.get('cost_rate')} "
+          f"events/s ({meta.get('cost_load', '?')} of the untraced server's rate just before), "
+          f"{meta.get('cost_seconds')} s per run. Each configuration ran right next to an "
+          "untraced run, in every round; the extra CPU is the difference of the two, per "
+          "query, median and min-max over rounds. Server, client (sysbench) and tracer are "
+          "each process's exact CPU time (traps and BPF programs count in the process that "
+          "hit them); the whole machine's busy time is sampled at each clock tick and also "
+          "counts kernel threads and this harness. The projected ratio is what share of "
+          "untraced QPS that extra CPU leaves where CPU is the limit: untraced server + client "
+          "CPU per query at full speed"
+          + (f" ({cost_sat:.2f} us, in the run that set the rate)" if cost_sat else "")
+          + " over itself plus the extra. It leaves out what the saturated matrix above also "
+          "feels (a trap's latency, a reader thread competing for the 2 CPUs), so it is an "
+          "upper bound of that matrix's ratio, without its +-15 point swings. QPS held below "
+          "1.00: the configuration could not keep up with the rate.")
+        p("")
+        cost_table(p, cost, cost_sat)
 
     # ---------------- MySQL 9.7 ----------------
     if my.cells or meta.get("mysql_tracer_error"):

@@ -309,9 +309,8 @@ if has cost; then
   echo "cost_saturated=$bench_result" >>"$results/meta.env"
   cost_rate=$(bench_tps "$work/runs/cost.probe.out" | awk -v f="$cost_load" '{ printf "%d", $1 * f }')
   [ "${cost_rate:-0}" -gt 0 ] || bench_die "cost: no transaction rate in the untraced run"
-  echo "cost_rate=$cost_rate" >>"$results/meta.env"
-  echo "cost_load=$cost_load" >>"$results/meta.env"
-  echo "cost_seconds=$cost_s" >>"$results/meta.env"
+  printf 'cost_rate=%s\ncost_load=%s\ncost_seconds=%s\n' "$cost_rate" "$cost_load" "$cost_s" \
+    >>"$results/meta.env"
   cost_configs=()
   for c in "${config_list[@]}"; do [ "$c" = baseline ] || cost_configs+=("$c"); done
   n=${#cost_configs[@]}

@@ -260,6 +260,19 @@ TEST(Decode, BinaryRowStartsWithZeroAndHasShiftedNullBitmap) {
     EXPECT_EQ(*v, (RowValues{"42", "'abc'", "1.25", "NULL", "0.5", "255", "'-26:03:04'"}));
     EXPECT_FALSE(decode_binary_row(Vec{0x01, 0x00}, cols, 64));
     EXPECT_FALSE(decode_binary_row(Vec{0x00, 0x00, 0x00, 0x01}, cols, 64));
+    EXPECT_FALSE(decode_binary_row(Vec{}, cols, 64));
+
+    // The same row appended to a line, without a string per value; a row
+    // that does not decode leaves the line as it was.
+    std::string line = "Row: ";
+    ASSERT_TRUE(append_binary_row(line, row, cols, 64));
+    EXPECT_EQ(line, "Row: 42, 'abc', 1.25, NULL, 0.5, 255, '-26:03:04'");
+    line = "Row: ";
+    EXPECT_FALSE(append_binary_row(line, Vec{0x00, 0x00, 0x00, 0x01}, cols, 64));
+    // Cut in its fifth value (the double).
+    EXPECT_FALSE(append_binary_row(line, Vec(row.begin(), row.begin() + 20), cols, 64));
+    EXPECT_FALSE(append_binary_row(line, Vec{}, cols, 64));
+    EXPECT_EQ(line, "Row: ");
 }
 
 TEST(Decode, LocalInfileRequest) {

@@ -36,10 +36,10 @@ bool is_numeric_type(uint8_t t) {
 }
 
 template <typename T>
-std::string number(T v) {
+void append_number(std::string &out, T v) {
     char buf[64];
     auto res = std::to_chars(buf, buf + sizeof(buf), v);
-    return std::string(buf, res.ptr);
+    out.append(buf, res.ptr);
 }
 
 }  // namespace
@@ -415,43 +415,40 @@ bool append_text_row(std::string &out, Bytes payload, size_t max_value,
     return true;
 }
 
-std::optional<std::string> decode_binary_value(ByteReader &r, ColumnType t, size_t max_value) {
-    std::string out;
+bool append_binary_value(std::string &out, ByteReader &r, ColumnType t, size_t max_value) {
+    const size_t start = out.size();
     switch (t.type) {
         case field_type::null:
-            return std::string("NULL");
+            out += "NULL";
+            break;
         case field_type::tiny: {
             uint8_t v = r.u8();
-            out = t.is_unsigned ? number(v) : number(static_cast<int8_t>(v));
+            t.is_unsigned ? append_number(out, v) : append_number(out, static_cast<int8_t>(v));
             break;
         }
         case field_type::short_:
         case field_type::year: {
             uint16_t v = r.u16();
-            out = t.is_unsigned ? number(v) : number(static_cast<int16_t>(v));
+            t.is_unsigned ? append_number(out, v) : append_number(out, static_cast<int16_t>(v));
             break;
         }
         case field_type::long_:
         case field_type::int24: {
             uint32_t v = r.u32();
-            out = t.is_unsigned ? number(v) : number(static_cast<int32_t>(v));
+            t.is_unsigned ? append_number(out, v) : append_number(out, static_cast<int32_t>(v));
             break;
         }
         case field_type::longlong: {
             uint64_t v = r.u64();
-            out = t.is_unsigned ? number(v) : number(static_cast<int64_t>(v));
+            t.is_unsigned ? append_number(out, v) : append_number(out, static_cast<int64_t>(v));
             break;
         }
-        case field_type::float_: {
-            float f = std::bit_cast<float>(r.u32());
-            out = number(f);
+        case field_type::float_:
+            append_number(out, std::bit_cast<float>(r.u32()));
             break;
-        }
-        case field_type::double_: {
-            double d = std::bit_cast<double>(r.u64());
-            out = number(d);
+        case field_type::double_:
+            append_number(out, std::bit_cast<double>(r.u64()));
             break;
-        }
         case field_type::date:
         case field_type::datetime:
         case field_type::timestamp:
@@ -485,7 +482,7 @@ std::optional<std::string> decode_binary_value(ByteReader &r, ColumnType t, size
                 }
             }
             std::snprintf(buf + n, sizeof(buf) - n, "'");
-            out = buf;
+            out += buf;
             break;
         }
         case field_type::time:
@@ -513,50 +510,107 @@ std::optional<std::string> decode_binary_value(ByteReader &r, ColumnType t, size
                 n += std::snprintf(buf + n, sizeof(buf) - n, ".%06u", micro);
             }
             std::snprintf(buf + n, sizeof(buf) - n, "'");
-            out = buf;
+            out += buf;
             break;
         }
         default: {
-            std::string s = r.lenenc_str();
+            const std::string_view s = r.lenenc_view();
+            if (!r.ok()) {
+                break;
+            }
             if (t.type == field_type::decimal || t.type == field_type::newdecimal) {
-                out = s.substr(0, max_value);
+                out.append(s.substr(0, max_value));
             } else {
-                out = quote_value(s, max_value);
+                append_quoted(out, s, max_value);
             }
             break;
         }
     }
     if (!r.ok()) {
+        out.resize(start);
+        return false;
+    }
+    return true;
+}
+
+std::optional<std::string> decode_binary_value(ByteReader &r, ColumnType t, size_t max_value) {
+    std::string out;
+    if (!append_binary_value(out, r, t, max_value)) {
         return std::nullopt;
     }
     return out;
 }
 
-std::optional<RowValues> decode_binary_row(Bytes payload, const std::vector<ColumnType> &columns,
-                                           size_t max_value) {
+namespace {
+
+// Calls value(i) for each column of a binary row, or null(i) where the NULL
+// bitmap says so; false when the row is not one.
+template <typename Value, typename Null>
+bool walk_binary_row(Bytes payload, size_t columns, ByteReader &r, Value value, Null null) {
     if (payload.empty() || payload[0] != 0x00) {
-        return std::nullopt;
+        return false;
     }
-    ByteReader r(payload.subspan(1));
     // The NULL bitmap of binary rows starts at bit 2.
-    auto bitmap = r.bytes((columns.size() + 7 + 2) / 8);
+    auto bitmap = r.bytes((columns + 7 + 2) / 8);
     if (!r.ok()) {
-        return std::nullopt;
+        return false;
     }
-    RowValues values;
-    for (size_t i = 0; i < columns.size(); ++i) {
+    for (size_t i = 0; i < columns; ++i) {
         size_t bit = i + 2;
         if (bitmap[bit / 8] & (1u << (bit % 8))) {
-            values.emplace_back("NULL");
-            continue;
+            null(i);
+        } else if (!value(i)) {
+            return false;
         }
-        auto v = decode_binary_value(r, columns[i], max_value);
-        if (!v) {
-            return std::nullopt;
-        }
-        values.push_back(std::move(*v));
+    }
+    return true;
+}
+
+}  // namespace
+
+std::optional<RowValues> decode_binary_row(Bytes payload, const std::vector<ColumnType> &columns,
+                                           size_t max_value) {
+    ByteReader r(payload.empty() ? payload : payload.subspan(1));
+    RowValues values;
+    const bool ok = walk_binary_row(
+        payload, columns.size(), r,
+        [&](size_t i) {
+            auto v = decode_binary_value(r, columns[i], max_value);
+            if (v) {
+                values.push_back(std::move(*v));
+            }
+            return v.has_value();
+        },
+        [&](size_t) { values.emplace_back("NULL"); });
+    if (!ok) {
+        return std::nullopt;
     }
     return values;
+}
+
+bool append_binary_row(std::string &out, Bytes payload, const std::vector<ColumnType> &columns,
+                       size_t max_value) {
+    const size_t start = out.size();
+    ByteReader r(payload.empty() ? payload : payload.subspan(1));
+    auto sep = [&](size_t i) {
+        if (i > 0) {
+            out += ", ";
+        }
+    };
+    const bool ok = walk_binary_row(
+        payload, columns.size(), r,
+        [&](size_t i) {
+            sep(i);
+            return append_binary_value(out, r, columns[i], max_value);
+        },
+        [&](size_t i) {
+            sep(i);
+            out += "NULL";
+        });
+    if (!ok) {
+        out.resize(start);
+    }
+    return ok;
 }
 
 std::optional<std::string> decode_local_infile_request(Bytes payload) {

@@ -148,9 +148,15 @@ bool append_text_row(std::string &out, Bytes payload, size_t max_value,
 // offset, then values laid out by column type.
 std::optional<RowValues> decode_binary_row(Bytes payload, const std::vector<ColumnType> &columns,
                                            size_t max_value);
+// decode_binary_row's values joined by ", ", appended to out without a string
+// per value; false (out unchanged) when they do not decode.
+bool append_binary_row(std::string &out, Bytes payload, const std::vector<ColumnType> &columns,
+                       size_t max_value);
 
 // Formats one binary-protocol value of `type` from r; nullopt if it does not fit.
 std::optional<std::string> decode_binary_value(ByteReader &r, ColumnType type, size_t max_value);
+// The same, appended to out; false (out unchanged) if it does not fit.
+bool append_binary_value(std::string &out, ByteReader &r, ColumnType type, size_t max_value);
 
 // 0xFB in reply to a query: the server asks for a local file.
 std::optional<std::string> decode_local_infile_request(Bytes payload);

@@ -118,13 +118,15 @@ bool decode_params(ByteReader &r, uint64_t count, bool with_names,
     if (!r.ok()) {
         return false;
     }
-    std::vector<ColumnType> types;
+    // The types sent now, or those an earlier execute bound (no copy of them).
+    std::vector<ColumnType> sent;
+    const std::vector<ColumnType> *types = &sent;
     std::vector<std::string> type_names;
     if (new_bound) {
         for (uint64_t i = 0; i < count; ++i) {
             uint8_t type = r.u8();
             uint8_t flags = r.u8();
-            types.push_back({type, (flags & 0x80) != 0});
+            sent.push_back({type, (flags & 0x80) != 0});
             if (with_names) {
                 type_names.push_back(r.lenenc_str());
             }
@@ -133,14 +135,17 @@ bool decode_params(ByteReader &r, uint64_t count, bool with_names,
             return false;
         }
         if (bound_types != nullptr) {
-            *bound_types = types;
+            *bound_types = sent;
+            types = bound_types;
         }
     } else if (bound_types != nullptr && bound_types->size() == count) {
-        types = *bound_types;
+        types = bound_types;
     } else {
         return false;
     }
-    type_names.resize(count);
+    if (names != nullptr) {
+        type_names.resize(count);
+    }
     for (uint64_t i = 0; i < count; ++i) {
         if (names != nullptr) {
             names->push_back(type_names[i]);
@@ -155,11 +160,10 @@ bool decode_params(ByteReader &r, uint64_t count, bool with_names,
             out.emplace_back("NULL");
             continue;
         }
-        auto v = decode_binary_value(r, types[i], max_value);
-        if (!v) {
+        if (!append_binary_value(out.emplace_back(), r, (*types)[i], max_value)) {
+            out.pop_back();
             return false;
         }
-        out.push_back(std::move(*v));
     }
     return true;
 }

@@ -606,12 +606,9 @@ void ConnectionTracer::server_row(Packet &p, ProtocolEvent &ev) {
             line = "Received next row";
         }
     } else if (shown) {
-        std::optional<RowValues> values =
-            decode_binary_row(p.payload, result_types_, options_.max_value_len);
-        if (values) {
-            detail::append_joined(add_line(ev, "Row: "), *values, ", ");
-        } else {
-            add_line(ev, "Received next row");
+        std::string &line = add_line(ev, "Row: ");
+        if (!append_binary_row(line, p.payload, result_types_, options_.max_value_len)) {
+            line = "Received next row";
         }
     } else if (p.truncated()) {
         if (p.gap) {

@@ -115,6 +115,59 @@ TEST(OutputFile, RotatesBeforeExceedingSizeKeepingWholeEvents) {
     }
 }
 
+// The same with lines rendered in place: they wait in a batch, yet each file
+// ends where it did, and write() and flush() keep the order.
+TEST(OutputFile, LinesInPlaceRotateAsWritesDo) {
+    mysqltrace::test::TempDir tmp("mysqltrace-unit");
+    const std::string path = tmp.path() + "/trace.log";
+    std::string all;
+    {
+        auto o = OutputFile::open(path, false, Rotation{100, 2});
+        ASSERT_TRUE(o.ok()) << o.error().message;
+        for (int i = 0; i < 14; i++) {
+            if (i == 6) {
+                (*o)->write(event(i));
+            } else {
+                (*o)->line() += event(i);
+                (*o)->end_line();
+            }
+            all += event(i);
+            if (i == 9) {
+                (*o)->flush();
+            }
+        }
+    }
+    EXPECT_EQ(slurp(path + ".2"), all.substr(4 * 24, 4 * 24));
+    EXPECT_EQ(slurp(path + ".1"), all.substr(8 * 24, 4 * 24));
+    EXPECT_EQ(slurp(path), all.substr(12 * 24));
+    EXPECT_FALSE(exists(path + ".3"));
+}
+
+TEST(OutputFile, LinesInPlaceGoOutInBatchesAndOnFlush) {
+    mysqltrace::test::TempDir tmp("mysqltrace-unit");
+    const std::string path = tmp.path() + "/trace.log";
+    auto o = OutputFile::open(path);
+    ASSERT_TRUE(o.ok());
+    std::string all;
+    for (int i = 0; i < 10; i++) {
+        (*o)->line() += event(i);
+        (*o)->end_line();
+        all += event(i);
+    }
+    (*o)->flush();
+    EXPECT_EQ(slurp(path), all);
+    // Past 64 KiB the batch goes on to the stream's own buffer.
+    std::string line(1000, 'y');
+    line.back() = '\n';
+    for (int i = 0; i < 70; i++) {
+        (*o)->line() += line;
+        (*o)->end_line();
+        all += line;
+    }
+    (*o)->flush();
+    EXPECT_EQ(slurp(path), all);
+}
+
 TEST(OutputFile, EventLargerThanRotationSizeIsWrittenWhole) {
     mysqltrace::test::TempDir tmp("mysqltrace-unit");
     const std::string &dir = tmp.path();

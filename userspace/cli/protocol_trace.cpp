@@ -128,7 +128,6 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
                       << "\n";
         }
     };
-    std::string line;  // reused: a busy trace renders ~10 events per command
     if (otlp_file) {
         // The spans are the output: the events only keep each connection's
         // server, schema and connection id up to date.
@@ -138,22 +137,22 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
             if (otlp) {
                 otlp->event(ev);
             }
-            line.clear();
+            std::string &line = o.line();
             if (json) {
                 output::append_protocol_json(line, ev, json_opts);
             } else {
                 output::append_protocol_text(line, ev, text_opts);
             }
-            o.write(line);
+            o.end_line();
         };
         cb.on_api_call = [&](const protocol::ApiCall &call) {
-            line.clear();
+            std::string &line = o.line();
             if (json) {
                 output::append_api_call_json(line, call);
             } else {
                 output::append_api_call_text(line, call, text_opts);
             }
-            o.write(line);
+            o.end_line();
         };
     } else if (otlp) {
         cb.on_event = [&](const protocol::ProtocolEvent &ev) { otlp->event(ev); };
@@ -172,13 +171,13 @@ int run_protocol_trace(const ProtocolArgs &a, const ProtocolSession &s, const Gl
             if (a.no_summary) {
                 return;
             }
-            line.clear();
+            std::string &line = o.line();
             if (json) {
                 output::append_command_summary_json(line, sum);
             } else {
                 output::append_command_summary_text(line, sum, text_opts);
             }
-            o.write(line);
+            o.end_line();
         };
     }
     cb.set_verdict = [&](uint64_t sock, uint8_t state) {

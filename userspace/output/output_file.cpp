@@ -140,7 +140,38 @@ void OutputFile::rotate() {
     size_ = 0;
 }
 
+void OutputFile::end_line() {
+    if (failed_) {
+        pending_.clear();
+        return;
+    }
+    if (rotation_.max_bytes > 0 && line_start_ > 0 &&
+        size_ + pending_.size() > rotation_.max_bytes) {
+        // The lines before this one end the current file; this one may
+        // start the next.
+        const std::string_view before(pending_.data(), line_start_);
+        const size_t n = before.size();
+        write_now(before);
+        pending_.erase(0, n);
+    }
+    if (pending_.size() >= kBatchBytes) {
+        write_pending();
+    }
+}
+
+void OutputFile::write_pending() {
+    if (!pending_.empty()) {
+        write_now(pending_);
+        pending_.clear();
+    }
+}
+
 void OutputFile::write(std::string_view s) {
+    write_pending();
+    write_now(s);
+}
+
+void OutputFile::write_now(std::string_view s) {
     if (failed_ || s.empty()) {
         return;
     }
@@ -158,6 +189,7 @@ void OutputFile::write(std::string_view s) {
 }
 
 void OutputFile::flush() {
+    write_pending();
     if (!failed_ && f_ != nullptr && fflush(f_) != 0) {
         fail("writing", errno);
     }

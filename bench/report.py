@@ -130,8 +130,6 @@ class Cost:
     busy server client tracer (ticks), every run at the same fixed sysbench rate; an
     untraced run next to each configuration's, paired-config naming it."""
 
-    PARTS = ("server", "client", "tracer", "busy")
-
     def __init__(self, text, clk_tck):
         self.runs = {}  # (cfg, paired cfg) -> {round: {"qps", "server", ... in us per query}}
         self.cell = None
@@ -428,8 +426,10 @@ def main():
           + (f" ({cost_sat:.2f} us, in the run that set the rate)" if cost_sat else "")
           + " over itself plus the extra. It leaves out what the saturated matrix above also "
           "feels (a trap's latency, a reader thread competing for the 2 CPUs), so it is an "
-          "upper bound of that matrix's ratio, without its +-15 point swings. QPS held below "
-          "1.00: the configuration could not keep up with the rate.")
+          "upper bound of that matrix's ratio, with less of its +-15 point swing from round to "
+          "round (read a median of 3 rounds as +-1 us). Each column is its own median, so "
+          "the parts need not add up to the total. QPS held below 1.00: the configuration "
+          "could not keep up with the rate.")
         p("")
         cost_table(p, cost, cost_sat)
 

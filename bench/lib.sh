@@ -201,11 +201,9 @@ bench_tps() { sed -n 's/^ *transactions: *[0-9]* *(\([0-9.]*\) per sec.)/\1/p' "
 # its exact run time in ticks (the kernel scales the sampled split to it),
 # so the last three carry no sampling error.
 # bench_window SERVER_PID TRACER_PID (0: none) [REAPER_PID, default this shell]
-# shellcheck disable=SC2016
-bench_window_awk='/^cpu / { print $2 + $3 + $4 + $7 + $8; exit }'
 bench_window() {
   local busy server children tracer=0
-  busy=$(awk "$bench_window_awk" /proc/stat)
+  busy=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8; exit }' /proc/stat)
   server=$(bench_cpu_ticks "$1")
   children=$(awk '{ print $16 + $17 }' "/proc/${3:-$$}/stat")
   [ "$2" = 0 ] || tracer=$(bench_cpu_ticks "$2")
@@ -307,6 +305,7 @@ bench_run() {
       win1=$(bench_window "$spid" 0) ;;
     floor | statements* | duty* | sampled | exact | traps | waits | table-io | transactions | locks)
       mode=$cfg
+      spid=$(bench_server_pid "$plain")
       local path="" dest=/dev/null
       case $cfg in statements*) mode=off ;; esac
       [ "$cfg" = statements-json ] && extra=(--format json) && dest="$work/trace.out"
@@ -323,23 +322,22 @@ bench_run() {
       [ "$cfg" = locks ] && mode=off && extra=(--locks)
       rm -f "$work/trace.out"
       if [ "$cfg" = floor ]; then
-        "$pb" floor --pid "$(bench_server_pid "$plain")" 2>"$err" &
+        "$pb" floor --pid "$spid" 2>"$err" &
       else
-        MYSQLTRACE_SERVER_PATH=$path "$mt" server --pid "$(bench_server_pid "$plain")" \
+        MYSQLTRACE_SERVER_PATH=$path "$mt" server --pid "$spid" \
           --stages "$mode" "${extra[@]}" --output "$dest" 2>"$err" &
       fi
       bench_tracer=$!
       bench_watch "$bench_tracer" "$watchf"
       bench_wait_ready "$err"
       bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps0"
-      cpu0=$(bench_cpu_ticks "$bench_tracer")
       [ -z "$BENCH_ON_START" ] || "$BENCH_ON_START"
-      spid=$(bench_server_pid "$plain")
       win0=$(bench_window "$spid" "$bench_tracer")
       bench_sysbench "$plain" "$workload" "${args[@]}" >"$out"
       win1=$(bench_window "$spid" "$bench_tracer")
       [ -z "$BENCH_ON_END" ] || "$BENCH_ON_END"
-      cpu1=$(bench_cpu_ticks "$bench_tracer")
+      # The tracer's CPU during sysbench: the windows' last field.
+      cpu0=${win0##* } cpu1=${win1##* }
       bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps1"
       bench_stop_tracer "$err" ;;
     client | client-summary)
@@ -363,7 +361,6 @@ bench_run() {
       bench_watch "$bench_tracer" "$watchf"
       bench_wait_ready "$err"
       bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps0"
-      cpu0=$(bench_cpu_ticks "$bench_tracer")
       [ -z "$BENCH_ON_START" ] || "$BENCH_ON_START"
       spid=$(bench_server_pid "$plain")
       win0=$(bench_window "$spid" "$bench_tracer")
@@ -371,7 +368,7 @@ bench_run() {
       wait "$sbpid"
       win1=$(bench_window "$spid" "$bench_tracer")
       [ -z "$BENCH_ON_END" ] || "$BENCH_ON_END"
-      cpu1=$(bench_cpu_ticks "$bench_tracer")
+      cpu0=${win0##* } cpu1=${win1##* }
       bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps1"
       rm -f "$work/gate"
       if [ -n "$keeper" ]; then
@@ -396,7 +393,7 @@ bench_run() {
       spid=$(bench_server_pid "$plain")
       rm -f "$work/runs/$tag.win0" "$work/runs/$tag.win1"
       # shellcheck disable=SC2016
-      cmd=(bash -c "$(declare -p bench_window_awk; declare -f bench_cpu_ticks bench_window)"'
+      cmd=(bash -c "$(declare -f bench_cpu_ticks bench_window)"'
         out=$1 server=$2; shift 2
         tracer=$PPID
         while [ "$tracer" -gt 1 ] && [ "$(cat "/proc/$tracer/comm")" != mysqltrace ]; do

@@ -149,10 +149,8 @@ void OutputFile::end_line() {
         size_ + pending_.size() > rotation_.max_bytes) {
         // The lines before this one end the current file; this one may
         // start the next.
-        const std::string_view before(pending_.data(), line_start_);
-        const size_t n = before.size();
-        write_now(before);
-        pending_.erase(0, n);
+        write_now({pending_.data(), line_start_});
+        pending_.erase(0, line_start_);
     }
     if (pending_.size() >= kBatchBytes) {
         write_pending();

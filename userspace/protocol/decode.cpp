@@ -543,13 +543,14 @@ std::optional<std::string> decode_binary_value(ByteReader &r, ColumnType t, size
 
 namespace {
 
-// Calls value(i) for each column of a binary row, or null(i) where the NULL
-// bitmap says so; false when the row is not one.
+// Calls value(i, r) for each column of a binary row, r being at the value,
+// or null(i) where the NULL bitmap says so; false when the row is not one.
 template <typename Value, typename Null>
-bool walk_binary_row(Bytes payload, size_t columns, ByteReader &r, Value value, Null null) {
+bool walk_binary_row(Bytes payload, size_t columns, Value value, Null null) {
     if (payload.empty() || payload[0] != 0x00) {
         return false;
     }
+    ByteReader r(payload.subspan(1));
     // The NULL bitmap of binary rows starts at bit 2.
     auto bitmap = r.bytes((columns + 7 + 2) / 8);
     if (!r.ok()) {
@@ -559,7 +560,7 @@ bool walk_binary_row(Bytes payload, size_t columns, ByteReader &r, Value value, 
         size_t bit = i + 2;
         if (bitmap[bit / 8] & (1u << (bit % 8))) {
             null(i);
-        } else if (!value(i)) {
+        } else if (!value(i, r)) {
             return false;
         }
     }
@@ -570,16 +571,11 @@ bool walk_binary_row(Bytes payload, size_t columns, ByteReader &r, Value value, 
 
 std::optional<RowValues> decode_binary_row(Bytes payload, const std::vector<ColumnType> &columns,
                                            size_t max_value) {
-    ByteReader r(payload.empty() ? payload : payload.subspan(1));
     RowValues values;
     const bool ok = walk_binary_row(
-        payload, columns.size(), r,
-        [&](size_t i) {
-            auto v = decode_binary_value(r, columns[i], max_value);
-            if (v) {
-                values.push_back(std::move(*v));
-            }
-            return v.has_value();
+        payload, columns.size(),
+        [&](size_t i, ByteReader &r) {
+            return append_binary_value(values.emplace_back(), r, columns[i], max_value);
         },
         [&](size_t) { values.emplace_back("NULL"); });
     if (!ok) {
@@ -591,15 +587,14 @@ std::optional<RowValues> decode_binary_row(Bytes payload, const std::vector<Colu
 bool append_binary_row(std::string &out, Bytes payload, const std::vector<ColumnType> &columns,
                        size_t max_value) {
     const size_t start = out.size();
-    ByteReader r(payload.empty() ? payload : payload.subspan(1));
     auto sep = [&](size_t i) {
         if (i > 0) {
             out += ", ";
         }
     };
     const bool ok = walk_binary_row(
-        payload, columns.size(), r,
-        [&](size_t i) {
+        payload, columns.size(),
+        [&](size_t i, ByteReader &r) {
             sep(i);
             return append_binary_value(out, r, columns[i], max_value);
         },

@@ -87,10 +87,12 @@ def pct(x, digits=1):
 
 
 class Matrix:
-    """matrix.txt: workload threads round config qps queries drops cpu_s hwm_kib"""
+    """matrix.txt: workload threads round config qps queries drops cpu_s hwm_kib
+    busy server client tracer (ticks over sysbench's run, "-" where nothing applies)"""
 
-    def __init__(self, text):
+    def __init__(self, text, clk_tck=100.0):
         self.runs = {}  # (w, t, cfg) -> {round: (qps, drops, cpu)}
+        self.us = {}  # (w, t, cfg) -> {round: {"busy", "server", ...: us per query}}
         self.cells = []
         for line in (text or "").splitlines():
             f = line.split()
@@ -101,8 +103,30 @@ class Matrix:
             drops = num(f[6]) if len(f) > 6 else None
             cpu = num(f[7]) if len(f) > 7 else None
             self.runs.setdefault((w, t, cfg), {})[r] = (qps, drops, cpu)
+            q = num(f[5]) if len(f) > 5 else None
+            if len(f) >= 13 and q and all(num(v) is not None for v in f[9:11]):
+                us = {k: (num(v) or 0) / clk_tck * 1e6 / q
+                      for k, v in zip(("busy", "server", "client", "tracer"), f[9:13])}
+                us["total"] = us["server"] + us["client"] + us["tracer"]
+                self.us.setdefault((w, t, cfg), {})[r] = us
             if (w, t) not in self.cells:
                 self.cells.append((w, t))
+
+    def cpu_us(self, w, t, cfg, key):
+        """Median us of CPU per query of one part (server, client, tracer, total, busy)."""
+        return med([v[key] for v in self.us.get((w, t, cfg), {}).values()])
+
+    def cpu_extra(self, w, t, cfg, key):
+        """Per round: us per query over the untraced run of the same round."""
+        a, b = self.us.get((w, t, cfg), {}), self.us.get((w, t, "baseline"), {})
+        return [a[r][key] - b[r][key] for r in sorted(a) if r in b]
+
+    def cpu_ratios(self, w, t, cfg):
+        """Per round: the untraced run's CPU per query over this one's: the QPS ratio a
+        machine with no idle time would show if CPU alone set it."""
+        a, b = self.us.get((w, t, cfg), {}), self.us.get((w, t, "baseline"), {})
+        return [b[r]["total"] / a[r]["total"] for r in sorted(a)
+                if r in b and a[r]["total"] > 0]
 
     def configs(self, w, t):
         return [c for c in ORDER if (w, t, c) in self.runs]
@@ -216,6 +240,38 @@ def cell_table(p, m, w, t, seconds):
     p("")
 
 
+def saturated_cpu_table(p, m, w, t):
+    """Where each configuration's CPU goes when sysbench runs flat out: the matrix runs'
+    own process times (exact), per query."""
+    cfgs = [c for c in m.configs(w, t) if m.cpu_ratios(w, t, c)]
+    if "baseline" not in cfgs or len(cfgs) < 2:
+        return
+    p(f"## CPU per query at saturation ({SHORT.get(w, w)}, {t} threads, the matrix runs)")
+    p("")
+    p("The matrix runs' own CPU times (server, sysbench and tracer utime+stime, which the "
+      "kernel keeps exactly), per query, each over the untraced run of the same round "
+      "(median over rounds). At saturation the CPUs have no idle time, so a configuration "
+      "that costs x us more per query leaves about untraced/(untraced + x) of the QPS: the "
+      "CPU-accounted ratio. Where it agrees with the QPS ratio, the loss is all CPU, and "
+      "this table says whose; a QPS ratio below it means time lost that no process was "
+      "charged for (waiting, not working).")
+    p("")
+    p("| configuration | QPS ratio | CPU-accounted ratio | server us/query | sysbench us/query | "
+      "tracer us/query | whole machine (sampled) |")
+    p("|---|---|---|---|---|---|---|")
+    p(f"| {NAMES['baseline']} | 1.000 | 1.000 | {m.cpu_us(w, t, 'baseline', 'server'):.2f} | "
+      f"{m.cpu_us(w, t, 'baseline', 'client'):.2f} | - | "
+      f"{m.cpu_us(w, t, 'baseline', 'busy'):.2f} |")
+    for c in cfgs:
+        if c == "baseline":
+            continue
+        def x(key):
+            return f"{med(m.cpu_extra(w, t, c, key)):+.2f}"
+        p(f"| {NAMES[c]} | {m.ratio(w, t, c):.3f} | {med(m.cpu_ratios(w, t, c)):.3f} | "
+          f"{x('server')} | {x('client')} | {x('tracer')} | {x('busy')} |")
+    p("")
+
+
 def status(ok):
     if ok is None:
         return "not measured"
@@ -228,12 +284,12 @@ def main():
     smoke = meta.get("smoke") == "1"
     seconds = float(meta.get("seconds", "0") or 0)
     ncpu = ncpu_of(meta)
-    m = Matrix(read_text(d, "matrix.txt"))
-    my = Matrix(read_text(d, "mysql.txt"))
+    clk_tck = float(meta.get("clk_tck", "100") or 100)
+    m = Matrix(read_text(d, "matrix.txt"), clk_tck)
+    my = Matrix(read_text(d, "mysql.txt"), clk_tck)
     probes = read_json(d, "probes.json")
     pipes = {s: read_json(d, f"pipeline-{s}.json") for s in ("usdt", "syscall", "overload")}
     decoder = read_text(d, "decoder.md")
-    clk_tck = float(meta.get("clk_tck", "100") or 100)
     cost = Cost(read_text(d, "cost.txt"), clk_tck)
     cost_sat = cost_saturated_us(meta, clk_tck)
     out = []
@@ -493,12 +549,14 @@ def main():
               "the socket calls of every process, `--waits`' raw ones for every syscall on the "
               "machine; and the sampling timer). The extra time per query comes from the matrix above: "
               "min(threads, CPUs) x (1/QPS - 1/untraced QPS). It is split into the traps at the "
-              "uprobe floor's cost, the programs' own run time, and the rest (the tracer's CPU, "
-              "wakeups, cache effects, a dearer trap under load).")
+              "uprobe floor's cost, the programs' own run time, the tracer's own CPU per query "
+              "in the same matrix runs (its utime+stime), and the rest (wakeups, cache effects, "
+              "a dearer trap under load, and the noise of the QPS ratio).")
             p("")
             p("| configuration | uprobe hits per query | other program runs per query | "
-              "extra us per query | traps at floor cost | BPF programs | BPF ns per query | rest |")
-            p("|---|---|---|---|---|---|---|---|")
+              "extra us per query | traps at floor cost | BPF programs | BPF ns per query | "
+              "tracer CPU | rest |")
+            p("|---|---|---|---|---|---|---|---|---|")
             base = m.qps(sw, st, "baseline")
             for c in ORDER:
                 h = hits.get(c)
@@ -512,12 +570,15 @@ def main():
                 if base and r:
                     extra = min(st, ncpu) * (1 / (base * r) - 1 / base) * 1e6
                 trap_us = up_q * floor / 1000 if floor else None
-                rest = (extra - trap_us - bpf_us
+                tracer_us = m.cpu_us(sw, st, c, "tracer")
+                rest = (extra - trap_us - bpf_us - (tracer_us or 0)
                         if extra is not None and trap_us is not None else None)
                 derived[c] = {"up_q": up_q, "other_q": other_q, "bpf_us": bpf_us,
-                              "extra": extra, "trap_us": trap_us, "rest": rest}
+                              "extra": extra, "trap_us": trap_us, "tracer_us": tracer_us,
+                              "rest": rest}
                 p(f"| {NAMES[c]} | {up_q:.1f} | {other_q:.1f} | {fmt(extra, 1)} | "
-                  f"{fmt(trap_us, 1)} | {bpf_us:.1f} | {bpf_us * 1000:.0f} | {fmt(rest, 1)} |")
+                  f"{fmt(trap_us, 1)} | {bpf_us:.1f} | {bpf_us * 1000:.0f} | "
+                  f"{fmt(tracer_us, 1)} | {fmt(rest, 1)} |")
             p("")
             t, s = derived.get("table-io"), derived.get("statements")
             if t and s and t["extra"] is not None and s["extra"] is not None:
@@ -530,6 +591,12 @@ def main():
                       f"only, of which {(t['bpf_us'] - s['bpf_us']) / rows_q:.2f} us in its BPF "
                       "programs.")
                     p("")
+
+    # ---------------- CPU per query at saturation ----------------
+    side = meta.get("side_cell", "")
+    if ":" in side:
+        sw, st = side.split(":")
+        saturated_cpu_table(p, m, sw, int(st))
 
     # ---------------- pipeline ----------------
     if any(pipes.values()):
@@ -748,6 +815,8 @@ def why_lines(p, m, meta, seconds, pipe, probes, derived):
         if v["other_q"] >= 0.05:
             txt += f", {v['other_q']:.1f} other program runs"
         txt += f", {v['bpf_us']:.1f} us in BPF programs"
+        if v["tracer_us"] is not None:
+            txt += f", {v['tracer_us']:.1f} us the tracer's own CPU"
         txt += "." if v["rest"] is None else f", {v['rest']:.1f} us the rest."
         lines.append(txt)
     st = derived.get("statements")

@@ -49,6 +49,9 @@ const volatile __s32 at_start_utime = -1;
 const volatile __s32 at_lock_time = -1;
 const volatile __s32 at_command = -1;
 const volatile __u32 lock_is_duration = 0;
+// THD::security_ctx, where it fits in the windows above without a read of
+// its own (only when accounts are wanted; -1: read it apart).
+const volatile __s32 at_security_ctx = -1;
 // The connection's memory in use and its high-water mark (8 bytes each),
 // picked out of the same copies: no read of their own when they fit.
 const volatile __s32 at_mem_used = -1;
@@ -660,13 +663,12 @@ static __always_inline __u64 account_string(char *dst, __u64 size, void *sctx, _
 
 // What tells one account of a connection from the next (COM_CHANGE_USER)
 // where no probe sees that command: its user name's address, length and
-// first 8 bytes.
-static __always_inline __u64 account_key(void *thd) {
+// first 8 bytes. `sctx`: the THD's Security_context pointer.
+static __always_inline __u64 account_key(void *sctx) {
     struct {
         __u64 ptr, len;
     } str = {};
     __u64 prefix = 0;
-    void *sctx = (void *)read_u64(thd, off_security_ctx);
 
     if (!sctx || off_sctx_user < 0 ||
         bpf_probe_read_user(&str, sctx_lengths ? sizeof(str) : sizeof(str.ptr),

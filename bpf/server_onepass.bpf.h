@@ -136,16 +136,6 @@ int BPF_KPROBE(server_log_slow_statement, void *thd) {
         return 0;
     if (filter_user_len && !user_matches(thd))
         return 0;
-    if (want_accounts || sampled_stages) {
-        st = state_of(1);
-        if (st) {
-            st->thd = thd;
-            // Stamped before the statement: the reader orders records by
-            // time, and the account must come first.
-            send_account_at(st, thd, thread_id_of(thd), now - 1,
-                            want_accounts ? account_key(thd) : 0);
-        }
-    }
     if (mt_scratch_claim(&slot))
         return 0;
     slot_mem = bpf_map_lookup_elem(&scratch, &slot);
@@ -154,6 +144,23 @@ int BPF_KPROBE(server_log_slow_statement, void *thd) {
     ev = (struct mt_server_statement_event *)slot_mem->bytes;
     g = slot_mem->gather;
     gather(g, thd);
+    if (want_accounts || sampled_stages) {
+        st = state_of(1);
+        if (st) {
+            st->thd = thd;
+            // Stamped before the statement: the reader orders records by
+            // time, and the account must come first. The connection id and
+            // the Security_context pointer come from the copies when they
+            // are there (a read costs ~80 ns, docs/PERFORMANCE.md).
+            if (want_accounts) {
+                src = at_security_ctx >= 0 ? gathered(g, at_security_ctx)
+                                           : read_u64(thd, off_security_ctx);
+                n = at_thread_id >= 0 ? gathered(g, at_thread_id) & thread_id_mask
+                                      : thread_id_of(thd);
+                send_account_at(st, thd, n, now - 1, account_key((void *)src));
+            }
+        }
+    }
     start = gathered(g, at_start_utime);
     ev->start_ns = start ? (start - start_shift_us) * 1000 : now;
     if (ev->start_ns > now)

@@ -71,4 +71,33 @@ TEST(ReadPlan, AFieldLargerThanAWindowIsLeftOut) {
     EXPECT_EQ(p.at, (std::vector<int32_t>{-1, 0}));
 }
 
+TEST(ReadPlan, AnExtraFieldJoinsAWindowThatReachesIt) {
+    std::vector<ReadField> fields = {{0, 8}, {1000, 8}};
+    auto p = plan_reads(fields, 64, 4);
+    EXPECT_EQ(plan_extra(p, fields, {1040, 8}, 64, 4), 64 + 40);
+    ASSERT_EQ(p.windows.size(), 2u);
+    EXPECT_EQ(p.windows[1].length, 48u);
+    EXPECT_EQ(p.at, (std::vector<int32_t>{0, 64, 104}));
+    EXPECT_EQ(fields.size(), 3u);
+}
+
+TEST(ReadPlan, AnExtraFieldNeverCostsAWindowOfItsOwn) {
+    std::vector<ReadField> fields = {{0, 8}, {1000, 8}};
+    auto p = plan_reads(fields, 64, 4);
+    EXPECT_EQ(plan_extra(p, fields, {500, 8}, 64, 4), -1);
+    EXPECT_EQ(p.windows.size(), 2u);
+    EXPECT_EQ(p.at, (std::vector<int32_t>{0, 64}));
+    EXPECT_EQ(fields.size(), 2u);
+    EXPECT_EQ(plan_extra(p, fields, {-1, 8}, 64, 4), -1);
+    EXPECT_EQ(fields.size(), 2u);
+}
+
+TEST(ReadPlan, AnExtraFieldNeverTakesAnotherFieldsPlace) {
+    // Two windows at most: 500 would take the window 1000 is read in.
+    std::vector<ReadField> fields = {{0, 8}, {1000, 8}};
+    auto p = plan_reads(fields, 64, 2);
+    EXPECT_EQ(plan_extra(p, fields, {500, 8}, 64, 2), -1);
+    EXPECT_EQ(p.at, (std::vector<int32_t>{0, 64}));
+}
+
 }  // namespace

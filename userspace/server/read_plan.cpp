@@ -50,4 +50,20 @@ ReadPlan plan_reads(const std::vector<ReadField> &fields, uint32_t window_max, s
     return plan;
 }
 
+int32_t plan_extra(ReadPlan &plan, std::vector<ReadField> &fields, ReadField extra,
+                   uint32_t window_max, size_t max_windows) {
+    fields.push_back(extra);
+    ReadPlan with = plan_reads(fields, window_max, max_windows);
+    bool kept = with.windows.size() <= plan.windows.size() && with.at.back() >= 0;
+    for (size_t i = 0; kept && i < plan.at.size(); i++) {
+        kept = plan.at[i] < 0 || with.at[i] >= 0;
+    }
+    if (!kept) {
+        fields.pop_back();
+        return -1;
+    }
+    plan = std::move(with);
+    return plan.at.back();
+}
+
 }  // namespace mysqltrace::server

@@ -35,4 +35,11 @@ struct ReadPlan {
 // the fields left over get -1 (the caller reads nothing for them).
 ReadPlan plan_reads(const std::vector<ReadField> &fields, uint32_t window_max, size_t max_windows);
 
+// Adds `extra` to the fields of `plan` (planned from `fields` with the same
+// limits) where that costs no more windows and leaves every field placed
+// before its place: then `plan` is replanned with it and fields gains it.
+// Returns extra's position in the gather area, or -1 (nothing changed).
+int32_t plan_extra(ReadPlan &plan, std::vector<ReadField> &fields, ReadField extra,
+                   uint32_t window_max, size_t max_windows);
+
 }  // namespace mysqltrace::server

@@ -34,7 +34,10 @@ namespace {
 // a few copies (bpf/server.bpf.c, gather() and da_outcome()). The fields of
 // the THD's own Diagnostics_area are planned with the THD's: most statements
 // report there, and MariaDB keeps it next to m_stmt_da.
-void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t query_string) {
+// `accounts`: the account records are wanted, which need the THD's
+// Security_context pointer at every statement's end on the one-probe path.
+void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t query_string,
+                   bool accounts) {
     // The memory columns' own window, when their fields fit in no other
     // (MariaDB), costs a read per statement: MYSQLTRACE_SERVER_MEMORY=off
     // leaves them out, so that a benchmark can measure that read.
@@ -43,7 +46,7 @@ void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t qu
     auto in_main_da = [&](int64_t field) {
         return l.main_da >= 0 && field >= 0 ? l.main_da + field : -1;
     };
-    const ReadPlan thd = plan_reads({{l.thread_id, 8},
+    std::vector<ReadField> fields = {{l.thread_id, 8},
                                      {l.query_id, 8},
                                      {l.sent_row_count, 8},
                                      {l.examined_row_count, 8},
@@ -56,8 +59,12 @@ void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t qu
                                      {l.lock_time, 8},
                                      {l.command, 4},
                                      {no_memory ? -1 : l.mem_used, 8},
-                                     {no_memory ? -1 : l.mem_max, 8}},
-                                    MT_THD_WINDOW_MAX, MT_THD_WINDOWS);
+                                     {no_memory ? -1 : l.mem_max, 8}};
+    ReadPlan thd = plan_reads(fields, MT_THD_WINDOW_MAX, MT_THD_WINDOWS);
+    // Taken along only where it costs no read of its own.
+    ro->at_security_ctx =
+        accounts ? plan_extra(thd, fields, {l.security_ctx, 8}, MT_THD_WINDOW_MAX, MT_THD_WINDOWS)
+                 : -1;
     for (size_t i = 0; i < thd.windows.size(); i++) {
         ro->thd_win_off[i] = thd.windows[i].offset;
         ro->thd_win_len[i] = thd.windows[i].length;
@@ -185,7 +192,8 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_da_errno = l.da_errno;
     ro->off_da_sqlstate = l.da_sqlstate;
     ro->off_da_message = l.da_message;
-    set_read_plan(ro, l, target.query_string_offset);
+    const bool accounts = opts.accounts && l.security_ctx >= 0 && l.sctx_user >= 0;
+    set_read_plan(ro, l, target.query_string_offset, accounts);
     ro->off_proc_info = l.proc_info;
     ro->off_security_ctx = l.security_ctx;
     ro->off_db = l.db;  // --db on the one-probe path, --threads everywhere
@@ -197,7 +205,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_sctx_host = l.sctx_host;
     ro->off_sctx_ip = l.sctx_ip;
     ro->sctx_lengths = l.sctx_lengths ? 1 : 0;
-    ro->want_accounts = opts.accounts && l.security_ctx >= 0 && l.sctx_user >= 0;
+    ro->want_accounts = accounts ? 1 : 0;
     if (opts.prepared_text) {
         ro->off_last_prepared = l.last_prepared;
         ro->off_ps_query_string = l.ps_query_string;

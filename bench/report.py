@@ -250,11 +250,12 @@ def saturated_cpu_table(p, m, w, t):
     p("")
     p("The matrix runs' own CPU times (server, sysbench and tracer utime+stime, which the "
       "kernel keeps exactly), per query, each over the untraced run of the same round "
-      "(median over rounds). At saturation the CPUs have no idle time, so a configuration "
-      "that costs x us more per query leaves about untraced/(untraced + x) of the QPS: the "
-      "CPU-accounted ratio. Where it agrees with the QPS ratio, the loss is all CPU, and "
-      "this table says whose; a QPS ratio below it means time lost that no process was "
-      "charged for (waiting, not working).")
+      "(median over rounds). A configuration that costs x us more per query leaves "
+      "untraced/(untraced + x) of the QPS if the CPUs are the limit: the CPU-accounted "
+      "ratio. It matches the QPS ratio when the CPUs never idle and these three processes "
+      "take all their time, which is what a saturated run should show; then the columns "
+      "say whose CPU each lost query went to. A QPS ratio below it means time no process "
+      "was charged for (idle CPUs: waiting, not working); above it, CPU taken from others.")
     p("")
     p("| configuration | QPS ratio | CPU-accounted ratio | server us/query | sysbench us/query | "
       "tracer us/query | whole machine (sampled) |")

@@ -86,6 +86,20 @@ def pct(x, digits=1):
     return "-" if x is None else f"{x * 100:+.{digits}f}%"
 
 
+def cpu_per_query(ticks, queries, clk_tck):
+    """The busy, server, client and tracer ticks of a run ("-": none) as us per query,
+    with "total", the three processes' sum."""
+    us = {k: (num(v) or 0) / clk_tck * 1e6 / queries
+          for k, v in zip(("busy", "server", "client", "tracer"), ticks)}
+    us["total"] = us["server"] + us["client"] + us["tracer"]
+    return us
+
+
+def extra_per_round(runs, base_runs, key):
+    """Per round: a run's `key` over the untraced run of the same round."""
+    return [runs[r][key] - base_runs[r][key] for r in sorted(runs) if r in base_runs]
+
+
 class Matrix:
     """matrix.txt: workload threads round config qps queries drops cpu_s hwm_kib
     busy server client tracer (ticks over sysbench's run, "-" where nothing applies)"""
@@ -105,10 +119,7 @@ class Matrix:
             self.runs.setdefault((w, t, cfg), {})[r] = (qps, drops, cpu)
             q = num(f[5]) if len(f) > 5 else None
             if len(f) >= 13 and q and all(num(v) is not None for v in f[9:11]):
-                us = {k: (num(v) or 0) / clk_tck * 1e6 / q
-                      for k, v in zip(("busy", "server", "client", "tracer"), f[9:13])}
-                us["total"] = us["server"] + us["client"] + us["tracer"]
-                self.us.setdefault((w, t, cfg), {})[r] = us
+                self.us.setdefault((w, t, cfg), {})[r] = cpu_per_query(f[9:13], q, clk_tck)
             if (w, t) not in self.cells:
                 self.cells.append((w, t))
 
@@ -118,8 +129,8 @@ class Matrix:
 
     def cpu_extra(self, w, t, cfg, key):
         """Per round: us per query over the untraced run of the same round."""
-        a, b = self.us.get((w, t, cfg), {}), self.us.get((w, t, "baseline"), {})
-        return [a[r][key] - b[r][key] for r in sorted(a) if r in b]
+        return extra_per_round(self.us.get((w, t, cfg), {}),
+                               self.us.get((w, t, "baseline"), {}), key)
 
     def cpu_ratios(self, w, t, cfg):
         """Per round: the untraced run's CPU per query over this one's: the QPS ratio a
@@ -162,10 +173,7 @@ class Cost:
             if len(f) < 14 or num(f[13]) is None or not num(f[6]):
                 continue
             self.cell = (f[0], int(f[1]))
-            q = float(f[6])
-            us = {k: float(v) / clk_tck * 1e6 / q
-                  for k, v in zip(("busy", "server", "client", "tracer"), f[10:14])}
-            us["total"] = us["server"] + us["client"] + us["tracer"]
+            us = cpu_per_query(f[10:14], float(f[6]), clk_tck)
             us["qps"] = float(f[5])
             self.runs.setdefault((f[3], f[4]), {})[int(f[2])] = us
 
@@ -179,8 +187,8 @@ class Cost:
 
     def extra(self, cfg, key):
         """us per query over the untraced run next to it, per round."""
-        a, b = self.runs.get((cfg, cfg), {}), self.runs.get(("baseline", cfg), {})
-        return [a[r][key] - b[r][key] for r in sorted(a) if r in b]
+        return extra_per_round(self.runs.get((cfg, cfg), {}),
+                               self.runs.get(("baseline", cfg), {}), key)
 
     def held(self, cfg):
         a, b = self.runs.get((cfg, cfg), {}), self.runs.get(("baseline", cfg), {})

@@ -153,11 +153,12 @@ int BPF_KPROBE(server_log_slow_statement, void *thd) {
             // the Security_context pointer come from the copies when they
             // are there (a read costs ~80 ns, docs/PERFORMANCE.md).
             if (want_accounts) {
-                src = at_security_ctx >= 0 ? gathered(g, at_security_ctx)
-                                           : read_u64(thd, off_security_ctx);
-                n = at_thread_id >= 0 ? gathered(g, at_thread_id) & thread_id_mask
-                                      : thread_id_of(thd);
-                send_account_at(st, thd, n, now - 1, account_key((void *)src));
+                __u64 sctx = at_security_ctx >= 0 ? gathered(g, at_security_ctx)
+                                                  : read_u64(thd, off_security_ctx);
+                __u64 id = at_thread_id >= 0 ? gathered(g, at_thread_id) & thread_id_mask
+                                             : thread_id_of(thd);
+
+                send_account_at(st, thd, id, now - 1, account_key((void *)sctx));
             }
         }
     }

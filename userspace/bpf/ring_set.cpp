@@ -171,6 +171,13 @@ void RingSet::accept(const uint8_t *data, size_t size) {
         return;
     }
     reorder_->push(hdr.cpu, hdr.ts_ns, std::span<const uint8_t>(data, size));
+    // A reader kept off its CPU while copying the rings out (stopped, or
+    // starved mid-drain) finds them full on its return and empties them
+    // before any wakeup could show it: the fill is taken here too.
+    if (++since_fill_ >= kConsumeEvery) {
+        since_fill_ = 0;
+        peak_fill_ = std::max(peak_fill_, fill());
+    }
 }
 
 void RingSet::release(uint64_t up_to_ts, bool all) {

@@ -78,9 +78,9 @@ class RingSet {
     // The unread share (0 to 1) of the fullest ring now: how far the reader
     // is behind its producers. 0 where a ring's positions could not be mapped.
     double fill() const;
-    // The higher of fill() now and the highest seen while poll() delivered
-    // records since the last call: a reader long at work falls behind
-    // there, not at a wakeup.
+    // The higher of fill() now and the highest seen while poll() copied in
+    // or delivered records since the last call: a reader long at work (or
+    // kept off its CPU mid-drain) falls behind there, not at a wakeup.
     double take_fill() { return std::max(fill(), std::exchange(peak_fill_, 0.0)); }
 
   private:
@@ -112,6 +112,7 @@ class RingSet {
     // kConsumeEvery records meanwhile, so that they do not fill behind it.
     static constexpr unsigned kConsumeEvery = 256;
     unsigned since_consume_ = 0;
+    unsigned since_fill_ = 0;  // records copied in since fill() was last taken
     double peak_fill_ = 0;
 };
 

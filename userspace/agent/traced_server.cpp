@@ -152,6 +152,7 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
     to.stages = plan.stages;
     to.ring.bytes_per_cpu = opts.ring_bytes_per_cpu;
     to.show_secrets = opts.show_secrets;
+    to.memory = opts.json;
     // The slow log's User@Host and the statement classes' account (sent
     // once per connection); the slow log alone prints an EXECUTE with its
     // values, as the server's own slow log does.

@@ -55,6 +55,7 @@ Result<std::unique_ptr<ServerJoin>> ServerJoin::attach(pid_t pid,
     server::StatementTracerOptions o;
     o.stages = plan.stages;
     o.show_secrets = opts.show_secrets;
+    o.memory = false;  // spans have no attribute for it
     o.one_probe = true;
     if (opts.ring_bytes_per_cpu > 0) {
         o.ring.bytes_per_cpu = opts.ring_bytes_per_cpu;

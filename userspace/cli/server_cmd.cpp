@@ -160,6 +160,7 @@ int run_server(const ServerArgs &a, const GlobalOptions &g) {
     opts.waits = a.waits;
     opts.table_io = a.table_io;
     opts.show_secrets = a.show_secrets;
+    opts.memory = a.format == "json";
     // The slow log prints an EXECUTE with its values; performance_schema
     // with its `?`.
     opts.prepared_text = !slowlog;

@@ -36,13 +36,11 @@ namespace {
 // report there, and MariaDB keeps it next to m_stmt_da.
 // `accounts`: the account records are wanted, which need the THD's
 // Security_context pointer at every statement's end on the one-probe path.
+// `memory`: the memory columns are wanted; where their fields fit in no
+// other window (MariaDB) they cost a read per statement.
 void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t query_string,
-                   bool accounts) {
-    // The memory columns' own window, when their fields fit in no other
-    // (MariaDB), costs a read per statement: MYSQLTRACE_SERVER_MEMORY=off
-    // leaves them out, so that a benchmark can measure that read.
-    const char *memory = std::getenv("MYSQLTRACE_SERVER_MEMORY");
-    const bool no_memory = memory != nullptr && std::string(memory) == "off";
+                   bool accounts, bool memory) {
+    const bool no_memory = !memory;
     auto in_main_da = [&](int64_t field) {
         return l.main_da >= 0 && field >= 0 ? l.main_da + field : -1;
     };
@@ -193,7 +191,7 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     ro->off_da_sqlstate = l.da_sqlstate;
     ro->off_da_message = l.da_message;
     const bool accounts = opts.accounts && l.security_ctx >= 0 && l.sctx_user >= 0;
-    set_read_plan(ro, l, target.query_string_offset, accounts);
+    set_read_plan(ro, l, target.query_string_offset, accounts, opts.memory);
     ro->off_proc_info = l.proc_info;
     ro->off_security_ctx = l.security_ctx;
     ro->off_db = l.db;  // --db on the one-probe path, --threads everywhere

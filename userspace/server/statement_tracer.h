@@ -49,6 +49,10 @@ struct StatementTracerOptions {
     bool accounts = false;         // send each connection's user@host (accounts())
     bool table_io = false;         // handler row operations as wait/io/table/sql/handler
     bool show_secrets = false;     // statement texts and messages as the server has them
+    // MEMORY_USED and its peak, read from the THD at every statement's end
+    // (only the JSON format shows them): on MariaDB a read of their own,
+    // ~90 ns a statement.
+    bool memory = true;
     // COM_STMT_EXECUTE's SQL_TEXT: the prepared text with its `?`, as
     // performance_schema shows it (where the build tells where it is), or
     // (false) the text with the values filled in, as the slow log prints it.

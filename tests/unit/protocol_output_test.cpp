@@ -50,6 +50,36 @@ TEST(ProtocolText, EventLineAndDetails) {
               "    Server error 1146 (42S02): Table 'x.y' doesn't exist\n");
 }
 
+// The prefix is kept from the last line: lines of two connections and
+// threads interleaved, as `client` on a two-thread application writes them,
+// each keep their own, with and without process ids.
+TEST(ProtocolText, InterleavedConnectionsKeepTheirPrefixes) {
+    ProtocolEvent a = error_event();
+    a.details.clear();
+    ProtocolEvent b = a;
+    b.conn = 123456789012ULL;
+    b.pid = 4294967295u;
+    b.tid = 7;
+    ProtocolTextOptions ids;
+    ids.timestamps = true;
+    Clock clock;
+    ProtocolTextOptions wall = ids;
+    wall.clock = &clock;
+    const std::string tail = "stage: WAIT_FOR_RESULT, event: PACKET_RECEIVED\n";
+    for (int i = 0; i < 3; i++) {
+        EXPECT_EQ(render_protocol_text(a, ids), "1500.000123 100/101 mysqltrace: 12: " + tail);
+        EXPECT_EQ(render_protocol_text(b, ids),
+                  "1500.000123 4294967295/7 mysqltrace: 123456789012: " + tail);
+        EXPECT_EQ(render_protocol_text(b), "mysqltrace: 123456789012: " + tail);
+        EXPECT_EQ(render_protocol_text(a), "mysqltrace: 12: " + tail);
+        // After "HH:MM:SS.uuuuuu".
+        EXPECT_EQ(render_protocol_text(a, wall).substr(Clock::kWallChars),
+                  " 100/101 mysqltrace: 12: " + tail);
+        EXPECT_EQ(render_protocol_text(b, wall).substr(Clock::kWallChars),
+                  " 4294967295/7 mysqltrace: 123456789012: " + tail);
+    }
+}
+
 TEST(ProtocolText, ControlCharactersAreEscaped) {
     ProtocolEvent ev;
     ev.conn = 1;

@@ -19,8 +19,8 @@ namespace {
 
 // What follows the time in a line's prefix, " PID/TID mysqltrace: CONN: "
 // (or "mysqltrace: CONN: " without timestamps), kept from the thread's last
-// line: consecutive events are mostly of one connection and thread, so the
-// three numbers are then one copy of constant size instead of three
+// line: a command's events come in a run of one connection and thread, so
+// the three numbers are then one copy of constant size instead of three
 // to_chars.
 struct PrefixTail {
     static constexpr size_t kCap = 64;  // >= 1 + 10 + 1 + 10 + 1 + 12 + 20 + 2
@@ -36,7 +36,10 @@ struct PrefixTail {
 void put_tail(FlatWriter &w, bool ids, uint64_t conn, uint32_t pid, uint32_t tid) {
     thread_local PrefixTail last;
     if (!last.valid || last.ids != ids || last.conn != conn || last.pid != pid || last.tid != tid) {
-        std::string text;
+        // Reused: two connections' events interleaved come here for every
+        // other line, and a string made each time allocated each time.
+        thread_local std::string text;
+        text.clear();
         {
             FlatWriter t(text);
             if (ids) {

@@ -75,7 +75,7 @@ struct Outcome {
 std::vector<Outcome> outcomes(const Collector &c) {
     std::vector<Outcome> out;
     for (const auto &s : c.summaries) {
-        out.push_back({s.command_name, s.result, s.rows});
+        out.push_back({std::string(s.command_name), s.result, s.rows});
     }
     return out;
 }

@@ -73,6 +73,17 @@ std::string command_name(uint32_t command) {
     return c != nullptr ? c->com : "COM_" + std::to_string(command);
 }
 
+std::string_view command_name_view(uint8_t command) {
+    static const std::array<std::string, 256> kNames = [] {
+        std::array<std::string, 256> names;
+        for (uint32_t i = 0; i < names.size(); ++i) {
+            names[i] = command_name(i);
+        }
+        return names;
+    }();
+    return kNames[command];
+}
+
 std::string command_event_name(uint32_t command) {
     const CommandInfo *c = lookup(command);
     return std::string("statement/com/") + (c != nullptr ? c->pfs : std::to_string(command));

@@ -5,11 +5,15 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace mysqltrace::mysql {
 
 // "COM_QUERY"; "COM_<n>" for values no server defines.
 std::string command_name(uint32_t command);
+// The same for a command byte, from static storage (a decoded command and
+// its summary keep it without a copy of their own).
+std::string_view command_name_view(uint8_t command);
 // performance_schema's instrument name: "statement/com/Query".
 std::string command_event_name(uint32_t command);
 

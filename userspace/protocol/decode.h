@@ -164,7 +164,7 @@ std::optional<std::string> decode_local_infile_request(Bytes payload);
 // A client command packet, decoded as far as its command byte defines.
 struct Command {
     uint8_t code = 0;
-    std::string name;                // "COM_QUERY"
+    std::string_view name;           // "COM_QUERY" (mysql::command_name_view: static)
     std::optional<std::string> sql;  // COM_QUERY, COM_STMT_PREPARE (not yet redacted)
     std::optional<uint32_t> statement_id;
     std::string argument;  // schema, table, user, ... for the detail line

@@ -259,7 +259,7 @@ std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
     }
     Command c;
     c.code = payload[0];
-    c.name = mysql::command_name(c.code);
+    c.name = mysql::command_name_view(c.code);
     ByteReader r(payload.subspan(1));
     switch (c.code) {
         case com::query:

@@ -132,7 +132,9 @@ struct CommandSummary {
     uint64_t ts_start_ns = 0;  // command sent
     uint64_t ts_end_ns = 0;    // last packet of the reply
     uint8_t command = 0;
-    std::string command_name;
+    // Static storage (mysql::command_name_view, or a literal): a summary is
+    // made per command, and a name of 16 bytes or more was an allocation.
+    std::string_view command_name;
     std::optional<std::string> sql;
     std::optional<uint64_t> sql_bytes;  // as in ProtocolEvent
     std::optional<uint32_t> statement_id;

@@ -383,8 +383,9 @@ void ConnectionTracer::end_lost_reply() {
         if (lr.exact) {
             h->summary.bytes_received += skipped;
         }
-        note = "the capture lost the framing of the reply to " + h->summary.command_name +
-               " after " + std::to_string(h->summary.rows) + " rows";
+        note = "the capture lost the framing of the reply to " +
+               std::string(h->summary.command_name) + " after " + std::to_string(h->summary.rows) +
+               " rows";
     }
     note += "; " + std::to_string(skipped) +
             (lr.exact ? " bytes of it were skipped" : " bytes of it on the wire were skipped");

@@ -40,7 +40,6 @@ namespace {
 // other window (MariaDB) they cost a read per statement.
 void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t query_string,
                    bool accounts, bool memory) {
-    const bool no_memory = !memory;
     auto in_main_da = [&](int64_t field) {
         return l.main_da >= 0 && field >= 0 ? l.main_da + field : -1;
     };
@@ -56,8 +55,8 @@ void set_read_plan(decltype(::server::rodata) ro, const ThdLayout &l, int64_t qu
                                      {l.start_utime, 8},
                                      {l.lock_time, 8},
                                      {l.command, 4},
-                                     {no_memory ? -1 : l.mem_used, 8},
-                                     {no_memory ? -1 : l.mem_max, 8}};
+                                     {memory ? l.mem_used : -1, 8},
+                                     {memory ? l.mem_max : -1, 8}};
     ReadPlan thd = plan_reads(fields, MT_THD_WINDOW_MAX, MT_THD_WINDOWS);
     // Taken along only where it costs no read of its own.
     ro->at_security_ctx =

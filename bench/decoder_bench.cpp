@@ -119,6 +119,17 @@ __attribute__((noinline)) Totals run_case(const std::vector<Session> &sessions, 
 
 }  // namespace
 
+// The two kinds of recorded session, weighed apart: the scenario fixtures
+// (tests/data/protocol/*.txt but sysbench_*) are short connections, mostly
+// handshake and one example of each command, with one event per ~15 bytes;
+// the sysbench_* recordings are one connection's steady state under a real
+// workload (prepared statements, result sets of 1 and 100 rows).
+struct Group {
+    const char *name;
+    std::vector<Session> sessions;
+    uint64_t bytes = 0;
+};
+
 int main(int argc, char **argv) {
     double seconds = 2.0;
     long passes = 0;
@@ -132,12 +143,14 @@ int main(int argc, char **argv) {
                 "                     [--summary-only]\n"
                 "Replays the recorded sessions of tests/data/protocol through the client\n"
                 "protocol decoder, one tracer per session, for SECONDS_PER_CASE seconds of\n"
-                "CPU time (default 2) per case, and prints MB/s of wire bytes and events/s\n"
-                "per core of CPU time: decoding only, then decoding and rendering text as\n"
-                "`mysqltrace client` does, then decoding with events counted but not\n"
-                "read (`mysqltrace client --summary-only`). --passes N runs exactly N\n"
-                "passes per case instead (for callgrind); --decode-only runs the first\n"
-                "case only, --summary-only the last only.\n");
+                "CPU time (default 2) per case and kind of session, and prints MB/s of wire\n"
+                "bytes and events/s per core of CPU time: decoding only, then decoding and\n"
+                "rendering text as `mysqltrace client` does, then decoding with events\n"
+                "counted but not read (`mysqltrace client --summary-only`). Two kinds of\n"
+                "session are measured apart: the scenario fixtures (short connections,\n"
+                "mostly handshakes) and the sysbench_* recordings (one connection's steady\n"
+                "state). --passes N runs exactly N passes per case instead (for callgrind);\n"
+                "--decode-only runs the first case only, --summary-only the last only.\n");
             return 0;
         }
         if (arg == "--passes" && i + 1 < argc) {
@@ -151,7 +164,7 @@ int main(int argc, char **argv) {
         }
     }
     const std::filesystem::path dir = std::string(MYSQLTRACE_SOURCE_DIR) + "/tests/data/protocol";
-    std::vector<Session> sessions;
+    Group groups[2] = {{"scenario fixtures", {}}, {"sysbench recordings", {}}};
     for (const auto &e : std::filesystem::directory_iterator(dir)) {
         std::ifstream in(e.path());
         Session s;
@@ -160,17 +173,16 @@ int main(int argc, char **argv) {
         for (const auto &r : s.records) {
             s.bytes += r.bytes.size() + r.missing;
         }
-        sessions.push_back(std::move(s));
+        Group &g = groups[s.name.starts_with("sysbench_") ? 1 : 0];
+        g.bytes += s.bytes;
+        g.sessions.push_back(std::move(s));
     }
-    uint64_t total_bytes = 0;
-    for (const auto &s : sessions) {
-        total_bytes += s.bytes;
-    }
-    std::printf(
-        "| decoder (one core, CPU time, %zu recorded sessions, %llu wire bytes per pass) | MB/s | "
-        "events/s |\n",
-        sessions.size(), static_cast<unsigned long long>(total_bytes));
-    std::printf("|---|---|---|\n");
+    std::printf("| decoder (one core, CPU time) | %s: MB/s | events/s | %s: MB/s | events/s |\n",
+                groups[0].name, groups[1].name);
+    std::printf("|---|---|---|---|---|\n");
+    std::printf("| sessions, wire bytes a pass | %zu, %llu | | %zu, %llu | |\n",
+                groups[0].sessions.size(), static_cast<unsigned long long>(groups[0].bytes),
+                groups[1].sessions.size(), static_cast<unsigned long long>(groups[1].bytes));
     Render r;
     r.options.timestamps = true;
     r.options.clock = &r.clock;
@@ -180,18 +192,23 @@ int main(int argc, char **argv) {
             continue;
         }
         const bool render = c == Case::render;
-        const Totals t =
-            run_case(sessions, render ? &r : nullptr, c != Case::summary_only, seconds, passes);
-        std::printf("| %s | %.1f | %.0f |\n",
-                    render              ? "decode + render text"
-                    : c == Case::decode ? "decode only"
-                                        : "decode, events only counted (--summary-only)",
-                    static_cast<double>(t.bytes) / t.elapsed / 1e6,
-                    static_cast<double>(t.events) / t.elapsed);
+        std::printf("| %s |", render              ? "decode + render text"
+                              : c == Case::decode ? "decode only"
+                                                  : "decode, events only counted (--summary-only)");
+        Totals all;
+        for (const Group &g : groups) {
+            const Totals t = run_case(g.sessions, render ? &r : nullptr, c != Case::summary_only,
+                                      seconds, passes);
+            std::printf(" %.1f | %.0f |", static_cast<double>(t.bytes) / t.elapsed / 1e6,
+                        static_cast<double>(t.events) / t.elapsed);
+            all.bytes += t.bytes;
+            all.events += t.events;
+        }
+        std::printf("\n");
         if (passes > 0) {
             std::printf("totals: %ld passes, %llu bytes, %llu events\n", passes,
-                        static_cast<unsigned long long>(t.bytes),
-                        static_cast<unsigned long long>(t.events));
+                        static_cast<unsigned long long>(all.bytes),
+                        static_cast<unsigned long long>(all.events));
         }
     }
     return 0;

@@ -401,9 +401,16 @@ def main():
              f"{dropped_steps} with drops", False if not ex else (True if dropped_steps else None))
     else:
         goal("drops counted exactly (fired = delivered + dropped)", "pipeline", "-", None)
-    dec = decoder_mbs(decoder)
-    goal("decoder >= 500 MB/s per core", "decode only, recorded sessions",
-         "-" if dec is None else f"{dec:.0f} MB/s", None if dec is None else dec >= 500)
+    # Two kinds of recorded session (bench/decoder_bench.cpp): the scenario
+    # fixtures (mostly handshakes, one event per ~15 bytes) and the sysbench
+    # recordings (one connection's steady state). Each is shown; the goal is
+    # met only if both meet it.
+    for case, limit in (("decode only", 500), ("decode + render text", 250)):
+        dec = decoder_mbs(decoder, case)
+        goal(f"decoder >= {limit} MB/s per core", f"{case}, recorded sessions",
+             "-" if dec is None else
+             f"{dec[1]:.0f} MB/s sysbench recordings, {dec[0]:.0f} MB/s scenario fixtures",
+             None if dec is None else min(dec) >= limit)
 
     p("## Goals")
     p("")
@@ -778,11 +785,13 @@ def summarize_pipeline(pipes):
     return s
 
 
-def decoder_mbs(text):
+def decoder_mbs(text, case="decode only"):
+    """(scenario fixtures, sysbench recordings) MB/s of one case's row."""
     if not text:
         return None
-    mt = re.search(r"\|\s*decode only\s*\|\s*([0-9.]+)\s*\|", text)
-    return float(mt.group(1)) if mt else None
+    mt = re.search(r"\|\s*" + re.escape(case) +
+                   r"\s*\|\s*([0-9.]+)\s*\|\s*[0-9.]+\s*\|\s*([0-9.]+)\s*\|", text)
+    return (float(mt.group(1)), float(mt.group(2))) if mt else None
 
 
 def ncpu_of(meta):

@@ -66,6 +66,7 @@ GRANT ALL ON mt.* TO 'mt2'@'127.0.0.1';
 CREATE USER 'mted'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('edpass');
 GRANT ALL ON mt.* TO 'mted'@'127.0.0.1';
 SET GLOBAL local_infile = 1;
+CREATE DATABASE sb;
 """
 
 C_CLIENT = r"""
@@ -549,6 +550,18 @@ def run_pymysql(port):
     conn.close()
 
 
+def sysbench(test, events):
+    """A sysbench run of one thread through the relay: steady-state traffic
+    (prepared statements, result sets of 1 and 100 rows), the mix the
+    decoder benchmark weighs apart from the handshake-heavy scenarios."""
+    def run(port):
+        return ["sysbench", test, "--db-driver=mysql", "--mysql-host=127.0.0.1",
+                f"--mysql-port={port}", "--mysql-user=mt", "--mysql-password=mtpass",
+                "--mysql-db=sb", "--tables=1", "--table-size=1000", "--threads=1",
+                f"--events={events}", "--time=0", "--rand-seed=1", "run"]
+    return run
+
+
 def write_fixture(path, scenario, client, version, records):
     with open(path, "w") as f:
         f.write("# SPDX-License-Identifier: GPL-2.0-only\n")
@@ -606,7 +619,16 @@ def main():
                              lambda p: [cbin, "compress_c", "127.0.0.1", str(p)]),
             "pymysql": ("python3-pymysql", run_pymysql),
             "deprecate_eof_raw": ("raw client: DEPRECATE_EOF + CACHE_METADATA", run_raw),
+            "sysbench_point_select": ("sysbench oltp_point_select, 1 thread",
+                                      sysbench("oltp_point_select", 400)),
+            "sysbench_read_only": ("sysbench oltp_read_only, 1 thread",
+                                   sysbench("oltp_read_only", 4)),
         }
+        if any(n.startswith("sysbench") and (not args.only or n in args.only)
+               for n in scenarios):
+            # The table, straight to the server: only the runs are recorded.
+            subprocess.run(sysbench("oltp_read_only", 0)(server.port)[:-1] + ["prepare"],
+                           check=True, stdout=subprocess.DEVNULL)
         os.makedirs(args.out, exist_ok=True)
         for name, (client, how) in scenarios.items():
             if args.only and name not in args.only:

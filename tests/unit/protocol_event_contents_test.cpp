@@ -46,7 +46,7 @@ bool same_summary(const CommandSummary &a, const CommandSummary &b) {
 
 TEST(EventContents, OffKeepsEventsSummariesAndStats) {
     const std::vector<std::string> names = fixture_names();
-    ASSERT_EQ(names.size(), 17u);
+    ASSERT_EQ(names.size(), 19u);
     for (const std::string &name : names) {
         SCOPED_TRACE(name);
         TracerOptions off;

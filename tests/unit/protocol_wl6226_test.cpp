@@ -143,6 +143,74 @@ struct Case {
     std::vector<Outcome> commands;
 };
 
+// sysbench's prepared statements: a prepare with its parameter and column
+// definitions, each list ended by an EOF.
+Seq prepare(int params, int columns) {
+    Seq s = command() + rx("WAIT_FOR_PS_DESCRIPTION");
+    if (params > 0) {
+        s = s + rx("WAIT_FOR_PARAM_DEF", params + 1);
+    }
+    if (columns > 0) {
+        s = s + rx("WAIT_FOR_FIELD_DEF", columns + 1);
+    }
+    return s;
+}
+// An execute answered by rows of one column: MariaDB skips the column
+// definition the prepare sent and sends only its EOF.
+Seq execute_rows(int rows) {
+    return command() + rx("WAIT_FOR_RESULT") + rx("WAIT_FOR_FIELD_DEF") +
+           rx("WAIT_FOR_ROW", rows + 1);
+}
+
+// sysbench oltp_point_select, one thread, 400 events: one prepare, 400
+// executes of one row each, close, quit.
+Case sysbench_point_select() {
+    Case c{"sysbench_point_select", login() + prepare(1, 1), {{"COM_STMT_PREPARE", OK, 0}}};
+    for (int i = 0; i < 400; ++i) {
+        c.events = c.events + execute_rows(1);
+        c.commands.push_back({"COM_STMT_EXECUTE", ROWS, 1});
+    }
+    c.events = c.events + command() + quit();
+    c.commands.push_back({"COM_STMT_CLOSE", NONE, 0});
+    c.commands.push_back({"COM_QUIT", NONE, 0});
+    return c;
+}
+
+// sysbench oltp_read_only, one thread, 4 transactions: seven prepares, then
+// per transaction BEGIN, 10 point selects, a range of 100 rows, a SUM, the
+// range ORDER BY c and DISTINCT c (100 rows each), COMMIT; seven closes.
+Case sysbench_read_only() {
+    Case c{"sysbench_read_only",
+           login() + prepare(1, 1) + prepare(0, 0) + prepare(0, 0) + prepare(2, 1) + prepare(2, 1) +
+               prepare(2, 1) + prepare(2, 1),
+           {}};
+    for (int i = 0; i < 7; ++i) {
+        c.commands.push_back({"COM_STMT_PREPARE", OK, 0});
+    }
+    const Seq ok = command() + rx("WAIT_FOR_RESULT");
+    for (int t = 0; t < 4; ++t) {
+        c.events = c.events + ok;
+        c.commands.push_back({"COM_STMT_EXECUTE", OK, 0});
+        for (int i = 0; i < 10; ++i) {
+            c.events = c.events + execute_rows(1);
+            c.commands.push_back({"COM_STMT_EXECUTE", ROWS, 1});
+        }
+        for (int rows : {100, 1, 100, 100}) {
+            c.events = c.events + execute_rows(rows);
+            c.commands.push_back({"COM_STMT_EXECUTE", ROWS, static_cast<uint64_t>(rows)});
+        }
+        c.events = c.events + ok;
+        c.commands.push_back({"COM_STMT_EXECUTE", OK, 0});
+    }
+    for (int i = 0; i < 7; ++i) {
+        c.events = c.events + command();
+        c.commands.push_back({"COM_STMT_CLOSE", NONE, 0});
+    }
+    c.events = c.events + quit();
+    c.commands.push_back({"COM_QUIT", NONE, 0});
+    return c;
+}
+
 std::vector<Case> cases() {
     return {
         {"connect_query",
@@ -290,6 +358,8 @@ std::vector<Case> cases() {
           {"COM_STMT_EXECUTE", ROWS, 1},
           {"COM_STMT_CLOSE", NONE, 0},
           {"COM_QUIT", NONE, 0}}},
+        sysbench_point_select(),
+        sysbench_read_only(),
     };
 }
 

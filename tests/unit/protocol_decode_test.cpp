@@ -405,5 +405,22 @@ TEST(Classify, CompressedCommands) {
     EXPECT_EQ(seen, 3u);
 }
 
+// Quotes and backslashes are escaped wherever they fall, alone or in runs;
+// a value past max_len is cut and says so.
+TEST(Decode, QuoteValueEscapes) {
+    EXPECT_EQ(quote_value("", 10), "''");
+    EXPECT_EQ(quote_value("plain text", 64), "'plain text'");
+    EXPECT_EQ(quote_value("it's", 64), "'it\\'s'");
+    EXPECT_EQ(quote_value("'", 64), "'\\''");
+    EXPECT_EQ(quote_value("\\", 64), "'\\\\'");
+    EXPECT_EQ(quote_value("a\\'b''c\\\\", 64), "'a\\\\\\'b\\'\\'c\\\\\\\\'");
+    EXPECT_EQ(quote_value("'x\\", 64), "'\\'x\\\\'");
+    EXPECT_EQ(quote_value("abcdef", 3), "'abc'...");
+    // The cut comes before a quote past it is looked at.
+    EXPECT_EQ(quote_value("ab'cd", 2), "'ab'...");
+    EXPECT_EQ(quote_value("ab'cd", 3), "'ab\\''...");
+    EXPECT_EQ(quote_value(std::string_view("a\0b", 3), 64), std::string("'a\0b'", 5));
+}
+
 }  // namespace
 }  // namespace mysqltrace::protocol

@@ -122,20 +122,32 @@ namespace {
 void append_quoted(std::string &out, std::string_view s, size_t max_len) {
     out += '\'';
     const size_t n = std::min(s.size(), max_len);
-    size_t i = 0;
-    while (i < n) {
-        // Runs without a quote or backslash go in whole.
-        size_t j = i;
-        while (j < n && s[j] != '\'' && s[j] != '\\') {
-            ++j;
-        }
-        out.append(s.data() + i, j - i);
-        if (j == n) {
+    // Runs without a quote or backslash go in whole, found by memchr (a
+    // row's text values pass here, byte by byte was a tenth of decoding a
+    // sysbench session); each character's next place is looked up again
+    // only once the run passes it.
+    const char *p = s.data();
+    const char *end = p + n;
+    auto next = [&](char c, const char *from) {
+        const void *at = std::memchr(from, c, static_cast<size_t>(end - from));
+        return at != nullptr ? static_cast<const char *>(at) : end;
+    };
+    const char *quote = next('\'', p);
+    const char *backslash = next('\\', p);
+    while (true) {
+        const char *j = std::min(quote, backslash);
+        out.append(p, static_cast<size_t>(j - p));
+        if (j == end) {
             break;
         }
         out += '\\';
-        out += s[j];
-        i = j + 1;
+        out += *j;
+        p = j + 1;
+        if (j == quote) {
+            quote = next('\'', p);
+        } else {
+            backslash = next('\\', p);
+        }
     }
     out += '\'';
     if (s.size() > max_len) {

@@ -330,6 +330,18 @@ TEST(Decode, Commands) {
     c = decode_command(exec2, cap::protocol_41, uint16_t{2}, &types, nullptr, 64);
     ASSERT_TRUE(c);
     EXPECT_EQ(c->params, (std::vector<std::string>{"9", "NULL"}));
+    // Without values (`--summary-only`): none are read, but the types sent
+    // are still bound for the executes that follow.
+    std::vector<ColumnType> bound;
+    c = decode_command(exec, cap::protocol_41, uint16_t{2}, &bound, nullptr, 64, false);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->statement_id, 1u);
+    EXPECT_TRUE(c->params.empty());
+    ASSERT_EQ(bound.size(), 2u);
+    EXPECT_EQ(bound[0].type, field_type::long_);
+    c = decode_command(exec2, cap::protocol_41, uint16_t{2}, &bound, nullptr, 64);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->params, (std::vector<std::string>{"9", "NULL"}));
 
     // Bulk execute: types sent, three rows with indicators.
     Vec bulk = {0xFA, 0x04, 0,    0,    0, 0x80, 0x00,  // id 4, SEND_TYPES_TO_SERVER

@@ -192,10 +192,13 @@ struct Command {
 // (nullopt: parameters are not decoded). param_types: types bound by an
 // earlier execute, which a client does not resend; updated when it does.
 // long_data: parameters whose value went with COM_STMT_SEND_LONG_DATA.
+// param_values false: an execute's parameter values are left out of params
+// (their types are still bound); query attributes are decoded all the same.
 std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
                                       std::optional<uint16_t> param_count,
                                       std::vector<ColumnType> *param_types,
-                                      const std::vector<bool> *long_data, size_t max_value);
+                                      const std::vector<bool> *long_data, size_t max_value,
+                                      bool param_values = true);
 
 // For a connection whose handshake was not seen: does this COM_QUERY payload
 // start with MySQL 8's query attribute block (CLIENT_QUERY_ATTRIBUTES)?

@@ -105,10 +105,11 @@ namespace {
 // Parameters of COM_STMT_EXECUTE (and MySQL's query attributes): NULL bitmap,
 // "types follow" flag, types (with names under CLIENT_QUERY_ATTRIBUTES), then
 // the values of the non-NULL parameters. names, when given, receives one name
-// per value. False when the bytes do not hold that many values.
+// per value. out null: the types are bound, the values not read. False when
+// the bytes do not hold that many values.
 bool decode_params(ByteReader &r, uint64_t count, bool with_names,
                    std::vector<ColumnType> *bound_types, const std::vector<bool> *long_data,
-                   size_t max_value, std::vector<std::string> &out,
+                   size_t max_value, std::vector<std::string> *out,
                    std::vector<std::string> *names = nullptr) {
     if (count == 0 || count > 65535) {
         return count == 0;
@@ -143,6 +144,9 @@ bool decode_params(ByteReader &r, uint64_t count, bool with_names,
     } else {
         return false;
     }
+    if (out == nullptr) {
+        return true;
+    }
     if (names != nullptr) {
         type_names.resize(count);
     }
@@ -153,15 +157,15 @@ bool decode_params(ByteReader &r, uint64_t count, bool with_names,
         // Values sent with COM_STMT_SEND_LONG_DATA are not repeated here
         // (libmariadb also flags them NULL in the bitmap).
         if (long_data != nullptr && i < long_data->size() && (*long_data)[i]) {
-            out.emplace_back("<long data>");
+            out->emplace_back("<long data>");
             continue;
         }
         if (bitmap[i / 8] & (1u << (i % 8))) {
-            out.emplace_back("NULL");
+            out->emplace_back("NULL");
             continue;
         }
-        if (!append_binary_value(out.emplace_back(), r, (*types)[i], max_value)) {
-            out.pop_back();
+        if (!append_binary_value(out->emplace_back(), r, (*types)[i], max_value)) {
+            out->pop_back();
             return false;
         }
     }
@@ -178,7 +182,7 @@ bool decode_query_attributes(ByteReader &r, size_t max_value, std::vector<QueryA
     }
     std::vector<std::string> values;
     std::vector<std::string> names;
-    if (!decode_params(r, n, true, nullptr, nullptr, max_value, values, &names) || !r.ok() ||
+    if (!decode_params(r, n, true, nullptr, nullptr, max_value, &values, &names) || !r.ok() ||
         values.size() != n) {
         return false;
     }
@@ -253,7 +257,8 @@ std::optional<bool> infer_query_attributes(Bytes payload) {
 std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
                                       std::optional<uint16_t> param_count,
                                       std::vector<ColumnType> *param_types,
-                                      const std::vector<bool> *long_data, size_t max_value) {
+                                      const std::vector<bool> *long_data, size_t max_value,
+                                      bool param_values) {
     if (payload.empty()) {
         return std::nullopt;
     }
@@ -290,7 +295,7 @@ std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
                 uint64_t n = r.lenenc_or_fail();
                 std::vector<std::string> values;
                 std::vector<std::string> names;
-                decode_params(r, n, true, param_types, long_data, max_value, values, &names);
+                decode_params(r, n, true, param_types, long_data, max_value, &values, &names);
                 for (size_t i = 0; i < values.size(); ++i) {
                     if (param_count && i >= *param_count && !names[i].empty()) {
                         c.attributes.push_back({std::move(names[i]), std::move(values[i])});
@@ -299,7 +304,8 @@ std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
                     }
                 }
             } else if (param_count && *param_count > 0) {
-                decode_params(r, *param_count, false, param_types, long_data, max_value, c.params);
+                decode_params(r, *param_count, false, param_types, long_data, max_value,
+                              param_values ? &c.params : nullptr);
             }
             break;
         }

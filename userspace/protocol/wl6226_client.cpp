@@ -276,8 +276,9 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
             long_data = &it->second.long_data;
         }
     }
+    // Without event contents nothing shows an execute's parameter values.
     auto cmd = decode_command(p.payload, command_caps(p), param_count, param_types, long_data,
-                              options_.max_value_len);
+                              options_.max_value_len, options_.event_contents);
     if (!cmd) {
         ProtocolEvent &ev =
             packet_event(TraceEvent::packet_sent, Stage::ready_for_command, p, ctx, p.ts_last_ns);

@@ -882,13 +882,14 @@ def callgrind_summary(prof, decoder):
     passes, nbytes, events = (int(x) for x in mt.groups())
     if nbytes <= 0:
         return None
-    s = (f"callgrind, decoding only ({passes} passes over the recorded sessions, "
+    s = (f"callgrind, decoding only ({passes} passes over both kinds of recorded session, "
          f"{nbytes // passes} bytes and {events // passes} events per pass): "
          f"{total / nbytes:.0f} instructions per wire byte, "
          f"{total / events if events else 0:.0f} per event. ")
     s += ("500 MB/s on one core leaves a few instructions per byte (about 6 cycles at 3 GHz); "
           "these sessions carry one event per "
-          f"{nbytes / events if events else 0:.0f} bytes, so the per-event cost dominates.")
+          f"{nbytes / events if events else 0:.0f} bytes (the scenario fixtures one per 15), "
+          "so the per-event cost decides.")
     return s
 
 

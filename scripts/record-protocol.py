@@ -10,9 +10,10 @@ removed at the end, whatever happens.
 
 Clients: a small C program linked to libmariadb (compiled on the fly; it
 covers the libmariadb API paths), the `mariadb` command-line client,
-python3-pymysql, and a minimal raw-protocol client in this file that asks
+python3-pymysql, a minimal raw-protocol client in this file that asks
 for CLIENT_DEPRECATE_EOF and MARIADB_CLIENT_CACHE_METADATA, which none of
-the others do.
+the others do, and sysbench (one thread's steady state, the sysbench_*
+recordings that bench/decoder_bench.cpp measures apart).
 
 Fixture format (read by tests/unit/protocol_fixture.h), one record a line:
     # comment
@@ -27,7 +28,8 @@ client. Tests may add TC/TS (TLS cleartext) lines and a trailing "+<n>"
 
 Usage: record-protocol.py [--out DIR] [--only SCENARIO ...] [--keep-tmp]
 Needs root or a user that can run mariadbd; mariadb-server, mariadb-client,
-libmariadb-dev, a C compiler and (for one scenario) python3-pymysql.
+libmariadb-dev, a C compiler, python3-pymysql and sysbench (for their
+scenarios).
 """
 
 import argparse

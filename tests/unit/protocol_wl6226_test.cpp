@@ -28,6 +28,11 @@ Seq operator+(Seq a, const Seq &b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
 }
+// In place, for sequences built in loops (hundreds of commands).
+Seq &operator+=(Seq &a, const Seq &b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
 Seq ev(const std::string &stage, const std::string &event) {
     return {stage + " " + event};
 }
@@ -167,10 +172,10 @@ Seq execute_rows(int rows) {
 Case sysbench_point_select() {
     Case c{"sysbench_point_select", login() + prepare(1, 1), {{"COM_STMT_PREPARE", OK, 0}}};
     for (int i = 0; i < 400; ++i) {
-        c.events = c.events + execute_rows(1);
+        c.events += execute_rows(1);
         c.commands.push_back({"COM_STMT_EXECUTE", ROWS, 1});
     }
-    c.events = c.events + command() + quit();
+    c.events += command() + quit();
     c.commands.push_back({"COM_STMT_CLOSE", NONE, 0});
     c.commands.push_back({"COM_QUIT", NONE, 0});
     return c;
@@ -189,24 +194,24 @@ Case sysbench_read_only() {
     }
     const Seq ok = command() + rx("WAIT_FOR_RESULT");
     for (int t = 0; t < 4; ++t) {
-        c.events = c.events + ok;
+        c.events += ok;
         c.commands.push_back({"COM_STMT_EXECUTE", OK, 0});
         for (int i = 0; i < 10; ++i) {
-            c.events = c.events + execute_rows(1);
+            c.events += execute_rows(1);
             c.commands.push_back({"COM_STMT_EXECUTE", ROWS, 1});
         }
         for (int rows : {100, 1, 100, 100}) {
-            c.events = c.events + execute_rows(rows);
+            c.events += execute_rows(rows);
             c.commands.push_back({"COM_STMT_EXECUTE", ROWS, static_cast<uint64_t>(rows)});
         }
-        c.events = c.events + ok;
+        c.events += ok;
         c.commands.push_back({"COM_STMT_EXECUTE", OK, 0});
     }
     for (int i = 0; i < 7; ++i) {
-        c.events = c.events + command();
+        c.events += command();
         c.commands.push_back({"COM_STMT_CLOSE", NONE, 0});
     }
-    c.events = c.events + quit();
+    c.events += quit();
     c.commands.push_back({"COM_QUIT", NONE, 0});
     return c;
 }

@@ -24,13 +24,13 @@ using Vec = std::vector<uint8_t>;
 
 // --- expected sequences, built from the protocol's steps -------------------
 
-Seq operator+(Seq a, const Seq &b) {
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-}
 // In place, for sequences built in loops (hundreds of commands).
 Seq &operator+=(Seq &a, const Seq &b) {
     a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+Seq operator+(Seq a, const Seq &b) {
+    a += b;
     return a;
 }
 Seq ev(const std::string &stage, const std::string &event) {

@@ -299,6 +299,7 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
     sum.tid = ctx.tid;
     sum.ts_start_ns = p.ts_first_ns;
     sum.command = cmd->code;
+    sum.command_name = cmd->name;  // static storage: no copy
     sum.statement_id = cmd->statement_id;
     sum.bytes_sent = p.wire_bytes;
 
@@ -375,8 +376,7 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
                  " bytes (the capture lost where it ends)");
     }
     emit(sent);
-    // The events are done with the command's name and attributes.
-    sum.command_name = std::move(cmd->name);
+    // The events are done with the command's attributes.
     sum.query_attributes = std::move(cmd->attributes);
 
     if (has_no_reply(cmd->code)) {

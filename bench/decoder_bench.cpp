@@ -4,8 +4,10 @@
 // rendering text. Prints one markdown table; no assertions (a benchmark, not
 // a test).
 //   decoder_bench [SECONDS_PER_CASE] [--passes N] [--decode-only] [--summary-only]
+//                 [--group scenario|sysbench]
 // --passes runs exactly N passes over the sessions per case instead of timing
-// (for callgrind, which then collects inside run_case() only).
+// (for callgrind, which then collects inside run_case() only); --group
+// measures one kind of session only.
 // --summary-only runs only the case of `mysqltrace client --summary-only`:
 // events counted but not read (TracerOptions::event_contents off).
 //
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "output/output_file.h"
 #include "output/protocol_text.h"
 #include "protocol/wl6226.h"
 #include "unit/protocol_fixture.h"
@@ -44,11 +47,13 @@ struct Session {
     uint64_t bytes = 0;
 };
 
+// Lines go to /dev/null through OutputFile, as `mysqltrace client
+// --output /dev/null` writes them: rendered in place into its batch, which
+// goes out by write(2).
 struct Render {
     mysqltrace::output::Clock clock;
     mysqltrace::output::ProtocolTextOptions options;
-    std::string line;  // reused, as in `mysqltrace client`
-    uint64_t chars = 0;
+    std::unique_ptr<mysqltrace::output::OutputFile> out;
 };
 
 // Replays one session into a fresh tracer (one connection); returns the
@@ -62,16 +67,15 @@ uint64_t replay(const Session &s, Render *render, bool contents) {
         [&](const ProtocolEvent &ev) {
             events++;
             if (render != nullptr) {
-                render->line.clear();
-                mysqltrace::output::append_protocol_text(render->line, ev, render->options);
-                render->chars += render->line.size();
+                mysqltrace::output::append_protocol_text(render->out->line(), ev, render->options);
+                render->out->end_line();
             }
         },
         [&](const CommandSummary &sum) {
             if (render != nullptr) {
-                render->line.clear();
-                mysqltrace::output::append_command_summary_text(render->line, sum, render->options);
-                render->chars += render->line.size();
+                mysqltrace::output::append_command_summary_text(render->out->line(), sum,
+                                                                render->options);
+                render->out->end_line();
             }
         });
     uint64_t ts = 0;
@@ -135,6 +139,7 @@ int main(int argc, char **argv) {
     long passes = 0;
     bool decode_only = false;
     bool summary_only = false;
+    std::string group;  // empty: both
     for (int i = 1; i < argc; i++) {
         const std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
@@ -150,7 +155,9 @@ int main(int argc, char **argv) {
                 "session are measured apart: the scenario fixtures (short connections,\n"
                 "mostly handshakes) and the sysbench_* recordings (one connection's steady\n"
                 "state). --passes N runs exactly N passes per case instead (for callgrind);\n"
-                "--decode-only runs the first case only, --summary-only the last only.\n");
+                "--decode-only runs the first case only, --summary-only the last only;\n"
+                "--group scenario or --group sysbench measures that kind of session only.\n"
+                "Rendered lines go to /dev/null through the CLI's output file.\n");
             return 0;
         }
         if (arg == "--passes" && i + 1 < argc) {
@@ -159,6 +166,12 @@ int main(int argc, char **argv) {
             decode_only = true;
         } else if (arg == "--summary-only") {
             summary_only = true;
+        } else if (arg == "--group" && i + 1 < argc) {
+            group = argv[++i];
+            if (group != "scenario" && group != "sysbench") {
+                std::fprintf(stderr, "decoder_bench: --group is scenario or sysbench\n");
+                return 2;
+            }
         } else {
             seconds = std::atof(argv[i]);
         }
@@ -184,6 +197,12 @@ int main(int argc, char **argv) {
                 groups[0].sessions.size(), static_cast<unsigned long long>(groups[0].bytes),
                 groups[1].sessions.size(), static_cast<unsigned long long>(groups[1].bytes));
     Render r;
+    auto out = mysqltrace::output::OutputFile::open("/dev/null");
+    if (!out) {
+        std::fprintf(stderr, "decoder_bench: %s\n", out.error().message.c_str());
+        return 1;
+    }
+    r.out = std::move(out).value();
     r.options.timestamps = true;
     r.options.clock = &r.clock;
     enum class Case { decode, render, summary_only };
@@ -197,6 +216,10 @@ int main(int argc, char **argv) {
                                                   : "decode, events only counted (--summary-only)");
         Totals all;
         for (const Group &g : groups) {
+            if (!group.empty() && (&g == &groups[0]) != (group == "scenario")) {
+                std::printf(" - | - |");
+                continue;
+            }
             const Totals t = run_case(g.sessions, render ? &r : nullptr, c != Case::summary_only,
                                       seconds, passes);
             std::printf(" %.1f | %.0f |", static_cast<double>(t.bytes) / t.elapsed / 1e6,

@@ -43,4 +43,22 @@ TEST(Clock, WallTimeHasEveryMicrosecondDigitInPlace) {
     }
 }
 
+// Lines of two connections interleave a little out of time order: the
+// second a line falls in is found again after a line of another second,
+// before and after it, and in the first second after the epoch.
+TEST(Clock, WallTimeGoesBackAndForthAcrossSeconds) {
+    const Clock clock;
+    const uint64_t mono_base = 7'000'000'000'000ull;
+    const uint64_t start = mono_base - clock.realtime_ns(mono_base) % 1'000'000'000ull;
+    for (uint64_t delta : {999'999'000ull, 1'000'000'000ull, 999'998'000ull, 3'000'000'000ull,
+                           1'500'000ull, 1'000'002'000ull, 0ull}) {
+        EXPECT_EQ(clock.wall(start + delta), expected_wall(clock.realtime_ns(start + delta)))
+            << delta;
+    }
+    const Clock fresh;
+    // The monotonic time whose realtime is 0.5 s after the epoch.
+    const uint64_t early = 500'000'000ull - fresh.realtime_ns(0);
+    EXPECT_EQ(fresh.wall(early), expected_wall(500'000'000ull));
+}
+
 }  // namespace

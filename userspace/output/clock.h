@@ -25,8 +25,12 @@ class Clock {
     uint64_t offset_ns_ = 0;
     // Formatting local time is dear (localtime_r takes a lock and walks the
     // zone rules) and a trace prints many events a second: keep the last
-    // second's "HH:MM:SS." (so a Clock is not for sharing between threads).
-    mutable uint64_t cached_sec_ = UINT64_MAX;
+    // second's "HH:MM:SS." and where it starts, in realtime ns (so a Clock
+    // is not for sharing between threads).
+    static constexpr uint64_t kNoSecond = UINT64_MAX;
+    // Caches the second ns falls in; apart, so that put_wall() stays a leaf.
+    __attribute__((noinline, cold)) void start_second(uint64_t ns) const;
+    mutable uint64_t cached_sec_ns_ = kNoSecond;
     mutable char cached_hms_[16] = {};
 };
 

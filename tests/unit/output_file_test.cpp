@@ -156,13 +156,44 @@ TEST(OutputFile, LinesInPlaceGoOutInBatchesAndOnFlush) {
     }
     (*o)->flush();
     EXPECT_EQ(slurp(path), all);
-    // Past 64 KiB the batch goes on to the stream's own buffer.
+    // Past 256 KiB the batch goes to the file, before any more lines.
     std::string line(1000, 'y');
     line.back() = '\n';
-    for (int i = 0; i < 70; i++) {
+    for (int i = 0; i < 300; i++) {
         (*o)->line() += line;
         (*o)->end_line();
         all += line;
+        // 263 lines of 1000 bytes pass 256 KiB.
+        if (i == 261) {
+            EXPECT_EQ(slurp(path).size(), 240u) << "the batch is not full yet";
+        }
+        if (i == 262) {
+            EXPECT_TRUE(slurp(path) == all) << "the batch went out whole";
+        }
+    }
+    (*o)->flush();
+    EXPECT_EQ(slurp(path), all);
+}
+
+// write() goes through the stream's buffer, lines past it: what the stream
+// holds still goes first.
+TEST(OutputFile, WritesAndLinesKeepTheirOrder) {
+    mysqltrace::test::TempDir tmp("mysqltrace-unit");
+    const std::string path = tmp.path() + "/trace.log";
+    auto o = OutputFile::open(path);
+    ASSERT_TRUE(o.ok());
+    std::string all;
+    for (int i = 0; i < 12; i++) {
+        if (i % 3 == 0) {
+            (*o)->write(event(i));
+        } else {
+            (*o)->line() += event(i);
+            (*o)->end_line();
+        }
+        all += event(i);
+        if (i % 5 == 4) {
+            (*o)->flush();
+        }
     }
     (*o)->flush();
     EXPECT_EQ(slurp(path), all);

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,6 +55,31 @@ int shift_files(const std::string &path, unsigned keep) {
     }
     // ENOENT: FILE was removed under us; there is nothing to keep.
     if (::rename(path.c_str(), (path + ".1").c_str()) != 0 && errno != ENOENT) {
+        return errno;
+    }
+    return 0;
+}
+
+// All of s to fd: a short write goes on where it stopped, a signal retries,
+// and a non-blocking pipe (stdout handed over by a supervisor) is waited on
+// instead of failing. 0 or the errno.
+int write_all(int fd, std::string_view s) {
+    while (!s.empty()) {
+        const ssize_t n = ::write(fd, s.data(), s.size());
+        if (n >= 0) {
+            s.remove_prefix(static_cast<size_t>(n));
+            continue;
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            pollfd p{fd, POLLOUT, 0};
+            if (::poll(&p, 1, -1) < 0 && errno != EINTR) {
+                return errno;
+            }
+            continue;
+        }
         return errno;
     }
     return 0;
@@ -149,7 +175,7 @@ void OutputFile::end_line() {
         size_ + pending_.size() > rotation_.max_bytes) {
         // The lines before this one end the current file; this one may
         // start the next.
-        write_now({pending_.data(), line_start_});
+        write_now({pending_.data(), line_start_}, true);
         pending_.erase(0, line_start_);
     }
     if (pending_.size() >= kBatchBytes) {
@@ -159,7 +185,7 @@ void OutputFile::end_line() {
 
 void OutputFile::write_pending() {
     if (!pending_.empty()) {
-        write_now(pending_);
+        write_now(pending_, true);
         pending_.clear();
     }
 }
@@ -169,7 +195,7 @@ void OutputFile::write(std::string_view s) {
     write_now(s);
 }
 
-void OutputFile::write_now(std::string_view s) {
+void OutputFile::write_now(std::string_view s, bool direct) {
     if (failed_ || s.empty()) {
         return;
     }
@@ -179,7 +205,19 @@ void OutputFile::write_now(std::string_view s) {
             return;
         }
     }
-    if (fwrite(s.data(), 1, s.size(), f_) != s.size()) {
+    if (direct) {
+        // A batch of lines goes to the file as it is, past the stream's
+        // buffer (a copy of every byte less); what the stream holds goes
+        // first, so that the order holds (stderr shares it with messages).
+        if (fflush(f_) != 0) {
+            fail("writing", errno);
+            return;
+        }
+        if (int e = write_all(fileno(f_), s); e != 0) {
+            fail("writing", e);
+            return;
+        }
+    } else if (fwrite(s.data(), 1, s.size(), f_) != s.size()) {
         fail("writing", errno);
         return;
     }

@@ -37,9 +37,9 @@ class OutputFile {
 
     void write(std::string_view s);
     // A line rendered in place: append it to line(), then call end_line().
-    // Lines reach the file in batches, which saves a copy and a stdio call
-    // per line on a busy trace; flush() and write() send what is pending
-    // first, and rotation still never splits a line nor, past the first
+    // Lines reach the file in batches written as they are, which saves two
+    // copies and a stdio call per line on a busy trace; flush() and write()
+    // send what is pending first, and rotation still never splits a line nor, past the first
     // line of a file, lets one take it over its size.
     std::string &line() {
         line_start_ = pending_.size();
@@ -57,9 +57,13 @@ class OutputFile {
     // failure the output is disabled.
     void rotate();
     void write_pending();
-    void write_now(std::string_view s);  // rotating first if it would go past max_bytes
+    // Rotating first if it would go past max_bytes; direct: by write(2),
+    // after what the stream holds, instead of through the stream's buffer.
+    void write_now(std::string_view s, bool direct = false);
 
-    static constexpr size_t kBatchBytes = 64 << 10;
+    // As much as the stream's buffer (output_file.cpp), so that a busy
+    // trace's lines go out in writes as large as before.
+    static constexpr size_t kBatchBytes = 256 << 10;
     std::string pending_;  // whole lines not yet given to f_
     size_t line_start_ = 0;
 

@@ -37,10 +37,11 @@ class OutputFile {
 
     void write(std::string_view s);
     // A line rendered in place: append it to line(), then call end_line().
-    // Lines reach the file in batches written as they are, which saves two
-    // copies and a stdio call per line on a busy trace; flush() and write()
-    // send what is pending first, and rotation still never splits a line nor, past the first
-    // line of a file, lets one take it over its size.
+    // Lines reach the file in batches, which saves a stdio call per line on
+    // a busy trace, and a batch is written as it is, not copied into the
+    // stream's buffer first; flush() and write() send what is pending first,
+    // and rotation still never splits a line nor, past the first line of a
+    // file, lets one take it over its size.
     std::string &line() {
         line_start_ = pending_.size();
         return pending_;
@@ -64,7 +65,7 @@ class OutputFile {
     // As much as the stream's buffer (output_file.cpp), so that a busy
     // trace's lines go out in writes as large as before.
     static constexpr size_t kBatchBytes = 256 << 10;
-    std::string pending_;  // whole lines not yet given to f_
+    std::string pending_;  // whole lines not yet written
     size_t line_start_ = 0;
 
     std::unique_ptr<char[]> buffer_;  // f_'s, when the file is ours

@@ -20,6 +20,7 @@
 #include "mysqltrace/java_agent_path.h"
 #include "proc/maps.h"
 #include "bpf/handles.h"
+#include "util/fd_io.h"
 
 namespace mysqltrace::client {
 
@@ -204,15 +205,8 @@ Result<void> load_java_agent(pid_t pid, const std::string &jar, const std::strin
     // its options (for "instrument": the jar and the agent's options).
     std::string req = std::string("1") + '\0' + "load" + '\0' + "instrument" + '\0' + "false" +
                       '\0' + jar + (options.empty() ? "" : "=" + options) + '\0';
-    for (size_t off = 0; off < req.size();) {
-        ssize_t n = ::write(fd.get(), req.data() + off, req.size() - off);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return make_error(errno, who + ": cannot send the load command");
-        }
-        off += static_cast<size_t>(n);
+    if (int e = write_all(fd.get(), req); e != 0) {
+        return make_error(e, who + ": cannot send the load command");
     }
     std::string reply;
     for (;;) {

@@ -5,9 +5,10 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "util/fd_io.h"
 
 namespace mysqltrace::output {
 
@@ -55,31 +56,6 @@ int shift_files(const std::string &path, unsigned keep) {
     }
     // ENOENT: FILE was removed under us; there is nothing to keep.
     if (::rename(path.c_str(), (path + ".1").c_str()) != 0 && errno != ENOENT) {
-        return errno;
-    }
-    return 0;
-}
-
-// All of s to fd: a short write goes on where it stopped, a signal retries,
-// and a non-blocking pipe (stdout handed over by a supervisor) is waited on
-// instead of failing. 0 or the errno.
-int write_all(int fd, std::string_view s) {
-    while (!s.empty()) {
-        const ssize_t n = ::write(fd, s.data(), s.size());
-        if (n >= 0) {
-            s.remove_prefix(static_cast<size_t>(n));
-            continue;
-        }
-        if (errno == EINTR) {
-            continue;
-        }
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            pollfd p{fd, POLLOUT, 0};
-            if (::poll(&p, 1, -1) < 0 && errno != EINTR) {
-                return errno;
-            }
-            continue;
-        }
         return errno;
     }
     return 0;

@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "util/fd_io.h"
+
 namespace mysqltrace::output {
 
 namespace {
@@ -263,17 +265,10 @@ class FdWriter {
         buf_.append(s);
         return buf_.size() < (1 << 16) || flush();
     }
+    // false with errno set when a write failed.
     bool flush() {
-        size_t done = 0;
-        while (done < buf_.size()) {
-            ssize_t n = ::write(fd_, buf_.data() + done, buf_.size() - done);
-            if (n < 0) {
-                if (errno == EINTR) {
-                    continue;
-                }
-                return false;
-            }
-            done += static_cast<size_t>(n);
+        if (write_all(fd_, buf_) != 0) {
+            return false;
         }
         buf_.clear();
         return true;

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/fd_io.h"
+
 namespace mysqltrace::output {
 
 namespace {
@@ -504,17 +506,9 @@ void PfsSqlWriter::write_out(File &f) {
     if (f.fd < 0 || f.failed) {
         return;
     }
-    size_t done = 0;
-    while (done < f.buf.size()) {
-        ssize_t n = ::write(f.fd, f.buf.data() + done, f.buf.size() - done);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            fail(f, std::strerror(errno));
-            return;
-        }
-        done += static_cast<size_t>(n);
+    if (int e = write_all(f.fd, f.buf); e != 0) {
+        fail(f, std::strerror(e));
+        return;
     }
     f.buf.clear();
     rows_written_ += f.pending_rows;

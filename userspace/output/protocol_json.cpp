@@ -22,7 +22,7 @@ void put(JsonWriter &w, std::string_view key, const std::optional<T> &v) {
     }
 }
 
-void put(JsonWriter &w, std::string_view key, const std::string &v) {
+void put(JsonWriter &w, std::string_view key, std::string_view v) {
     if (!v.empty()) {
         w.field(key, v);
     }

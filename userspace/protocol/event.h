@@ -78,7 +78,9 @@ struct ProtocolEvent {
 
     // Fields below are set only where they apply.
     std::optional<uint8_t> command;  // SEND_COMMAND, and events of the command's reply
-    std::string command_name;        // "COM_QUERY"
+    // "COM_QUERY": static storage (mysql::command_name_view, or a literal),
+    // so that naming an event copies nothing.
+    std::string_view command_name;
     std::optional<std::string> sql;  // redacted unless show_secrets
     // The statement's true length in bytes, set when sql holds only its start
     // (cut by the capture or by the keep limit).

@@ -32,7 +32,7 @@ EventPool &event_pool() {
 void recycle_event(EventPool &pool, ProtocolEvent &ev) {
     // Every field of ProtocolEvent (event.h), back to its default.
     ev.command.reset();
-    ev.command_name.clear();
+    ev.command_name = {};
     ev.sql.reset();
     ev.sql_bytes.reset();
     ev.statement_id.reset();
@@ -110,7 +110,7 @@ ProtocolEvent &ConnectionTracer::read_packet_event(Stage stage, const Ctx &ctx) 
     ev.stage = stage;
     ev.event = TraceEvent::read_packet;
     ev.command.reset();
-    ev.command_name.clear();
+    ev.command_name = {};
     ev.details.clear();
     ev.server_connection_id.reset();
     if (server_conn_id_ != 0) {

@@ -5,8 +5,11 @@
 // client library's own protocol trace plugin.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +71,81 @@ struct QueryAttribute {
 // on) or the cleartext side of the client's TLS library.
 enum class Source : uint8_t { socket, tls_cleartext };
 
+// An event's detail lines: a vector of strings whose lines keep their
+// buffers when it is cleared, so that an event object reused for the next
+// event (the stage machine's) builds its lines without allocating and
+// without moving strings in and out of a pool. Reads like a vector.
+class Lines {
+  public:
+    using value_type = std::string;
+    using iterator = std::vector<std::string>::iterator;
+    using const_iterator = std::vector<std::string>::const_iterator;
+
+    Lines() = default;
+    Lines(std::initializer_list<std::string> lines) : lines_(lines), n_(lines_.size()) {}
+    // A copy holds the lines only, not the kept buffers.
+    Lines(const Lines &o) : lines_(o.begin(), o.end()), n_(o.n_) {}
+    Lines &operator=(const Lines &o) {
+        if (this != &o) {
+            lines_.assign(o.begin(), o.end());
+            n_ = o.n_;
+        }
+        return *this;
+    }
+    Lines(Lines &&) noexcept = default;
+    Lines &operator=(Lines &&) noexcept = default;
+    Lines &operator=(std::initializer_list<std::string> lines) {
+        lines_ = lines;
+        n_ = lines_.size();
+        return *this;
+    }
+
+    iterator begin() { return lines_.begin(); }
+    iterator end() { return lines_.begin() + static_cast<std::ptrdiff_t>(n_); }
+    const_iterator begin() const { return lines_.begin(); }
+    const_iterator end() const { return lines_.begin() + static_cast<std::ptrdiff_t>(n_); }
+    size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
+    const std::string &operator[](size_t i) const { return lines_[i]; }
+    std::string &operator[](size_t i) { return lines_[i]; }
+    const std::string &at(size_t i) const {
+        if (i >= n_) {
+            throw std::out_of_range("Lines::at");
+        }
+        return lines_[i];
+    }
+    const std::string &front() const { return lines_.front(); }
+    const std::string &back() const { return lines_[n_ - 1]; }
+
+    // A new empty last line, in a kept buffer when there is one.
+    std::string &emplace_back() {
+        if (n_ < lines_.size()) {
+            std::string &line = lines_[n_++];
+            line.clear();
+            return line;
+        }
+        ++n_;
+        return lines_.emplace_back();
+    }
+    void push_back(std::string line) { emplace_back() = std::move(line); }
+    // line before the others.
+    void push_front(std::string line) {
+        push_back(std::move(line));
+        std::rotate(begin(), end() - 1, end());
+    }
+    // No lines; their buffers stay for the next ones.
+    void clear() { n_ = 0; }
+
+    bool operator==(const Lines &o) const { return std::equal(begin(), end(), o.begin(), o.end()); }
+    bool operator==(const std::vector<std::string> &o) const {
+        return std::equal(begin(), end(), o.begin(), o.end());
+    }
+
+  private:
+    std::vector<std::string> lines_;  // the first n_ are the lines
+    size_t n_ = 0;
+};
+
 struct ProtocolEvent {
     uint64_t conn = 0;  // the tracer's connection id, given by the capture side
     uint64_t ts_ns = 0;
@@ -110,7 +188,7 @@ struct ProtocolEvent {
     std::string server_version;
     std::optional<uint32_t> server_connection_id;
 
-    std::vector<std::string> details;  // human-readable lines
+    Lines details;  // human-readable lines
     // Reported verbatim by the client library's own WL#6226 trace plugin
     // (the shim's trace_event probe), not rebuilt from the wire.
     bool from_library = false;

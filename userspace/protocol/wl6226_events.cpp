@@ -9,15 +9,15 @@ namespace mysqltrace::protocol {
 
 namespace {
 
-// Events are built in these, in turn, and reused with their buffers: one set
-// per thread serves every tracer on it, so that a new connection's first
-// events allocate nothing either.
+// Events are built in these, in turn, and reused with their buffers (their
+// detail lines' too: Lines keeps them): one set per thread serves every
+// tracer on it, so that a new connection's first events allocate nothing
+// either.
 struct EventPool {
     static constexpr size_t kSlots = 4;
     ProtocolEvent slots[kSlots];
     size_t next = 0;
-    std::vector<std::string> spare_lines;  // empty, with their buffers
-    std::string scratch_line;              // add_line's with event_contents off
+    std::string scratch_line;  // add_line's with event_contents off
     // Every READ_PACKET: it carries no more than its command (and a pending
     // note), so only those are cleared.
     ProtocolEvent read_packet;
@@ -28,8 +28,8 @@ EventPool &event_pool() {
     return pool;
 }
 
-// Clears ev for reuse; a few of its lines' buffers go to pool.spare_lines.
-void recycle_event(EventPool &pool, ProtocolEvent &ev) {
+// Clears ev for reuse, keeping its buffers.
+void recycle_event(ProtocolEvent &ev) {
     // Every field of ProtocolEvent (event.h), back to its default.
     ev.command.reset();
     ev.command_name = {};
@@ -56,13 +56,6 @@ void recycle_event(EventPool &pool, ProtocolEvent &ev) {
     ev.database.clear();
     ev.server_version.clear();
     ev.server_connection_id.reset();
-    for (std::string &line : ev.details) {
-        if (pool.spare_lines.size() >= 16) {
-            break;
-        }
-        line.clear();
-        pool.spare_lines.push_back(std::move(line));
-    }
     ev.details.clear();
     ev.from_library = false;
 }
@@ -70,17 +63,12 @@ void recycle_event(EventPool &pool, ProtocolEvent &ev) {
 }  // namespace
 
 std::string &ConnectionTracer::new_line(ProtocolEvent &ev) {
-    EventPool &pool = event_pool();
     if (!options_.event_contents) {
-        pool.scratch_line.clear();
-        return pool.scratch_line;
+        std::string &scratch = event_pool().scratch_line;
+        scratch.clear();
+        return scratch;
     }
-    if (pool.spare_lines.empty()) {
-        return ev.details.emplace_back();
-    }
-    std::string &line = ev.details.emplace_back(std::move(pool.spare_lines.back()));
-    pool.spare_lines.pop_back();
-    return line;
+    return ev.details.emplace_back();
 }
 
 ProtocolEvent &ConnectionTracer::make_event(TraceEvent event, Stage stage, uint64_t ts_ns,
@@ -88,7 +76,7 @@ ProtocolEvent &ConnectionTracer::make_event(TraceEvent event, Stage stage, uint6
     EventPool &pool = event_pool();
     ProtocolEvent &ev = pool.slots[pool.next];
     pool.next = (pool.next + 1) % EventPool::kSlots;
-    recycle_event(pool, ev);
+    recycle_event(ev);
     ev.conn = conn_;
     ev.ts_ns = ts_ns;
     ev.pid = ctx.pid;
@@ -147,7 +135,7 @@ void ConnectionTracer::attach_packet(ProtocolEvent &ev, const Packet &p, bool se
 void ConnectionTracer::emit(ProtocolEvent &ev) {
     if (!pending_note_.empty()) {
         if (options_.event_contents) {
-            ev.details.insert(ev.details.begin(), std::move(pending_note_));
+            ev.details.push_front(std::move(pending_note_));
         }
         pending_note_.clear();
     }

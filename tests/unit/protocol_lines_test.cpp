@@ -51,6 +51,24 @@ TEST(Lines, ClearedLinesKeepTheirBuffersAndComeBackEmpty) {
     EXPECT_EQ(l, (Seq{"again", "", "third"}));
 }
 
+TEST(Lines, ALargeLineOrManyLinesAreNotKept) {
+    Lines l;
+    l.push_back(std::string(Lines::kKeepBytes + 1, 'x'));
+    l.push_back(std::string(200, 'y'));
+    const char *small = l[1].data();
+    for (size_t i = 2; i < Lines::kKeepLines + 5; ++i) {
+        l.emplace_back();
+    }
+    l.clear();
+    EXPECT_LE(l.emplace_back().capacity(), Lines::kKeepBytes);  // given back
+    EXPECT_EQ(l.emplace_back().data(), small);                  // kept
+    l.clear();
+    for (size_t i = 0; i < Lines::kKeepLines + 5; ++i) {
+        EXPECT_TRUE(l.emplace_back().empty());
+    }
+    EXPECT_EQ(l.size(), Lines::kKeepLines + 5);
+}
+
 TEST(Lines, PushFrontPutsALineBeforeTheOthers) {
     Lines l{"a", "b"};
     l.push_front("note");

@@ -114,13 +114,16 @@ class Lines {
         }
         return lines_[i];
     }
-    const std::string &front() const { return lines_.front(); }
+    const std::string &front() const { return lines_[0]; }
     const std::string &back() const { return lines_[n_ - 1]; }
 
     // A new empty last line, in a kept buffer when there is one.
     std::string &emplace_back() {
         if (n_ < lines_.size()) {
             std::string &line = lines_[n_++];
+            if (line.capacity() > kKeepBytes) [[unlikely]] {
+                give_back(line);
+            }
             line.clear();
             return line;
         }
@@ -133,8 +136,18 @@ class Lines {
         push_back(std::move(line));
         std::rotate(begin(), end() - 1, end());
     }
-    // No lines; their buffers stay for the next ones.
-    void clear() { n_ = 0; }
+    // No lines; their buffers stay for the next ones, but for lines past
+    // kKeepLines and (when next used) a line that grew past kKeepBytes (a
+    // long statement), so that a rare large event does not hold its memory
+    // for good.
+    void clear() {
+        if (lines_.size() > kKeepLines) [[unlikely]] {
+            trim();
+        }
+        n_ = 0;
+    }
+    static constexpr size_t kKeepBytes = 4096;
+    static constexpr size_t kKeepLines = 16;
 
     bool operator==(const Lines &o) const { return std::equal(begin(), end(), o.begin(), o.end()); }
     bool operator==(const std::vector<std::string> &o) const {
@@ -142,6 +155,11 @@ class Lines {
     }
 
   private:
+    [[gnu::noinline, gnu::cold]] static void give_back(std::string &line) {
+        std::string().swap(line);
+    }
+    [[gnu::noinline, gnu::cold]] void trim() { lines_.resize(kKeepLines); }
+
     std::vector<std::string> lines_;  // the first n_ are the lines
     size_t n_ = 0;
 };

@@ -93,5 +93,20 @@ TEST(Lines, ACopyHoldsTheLinesOnly) {
     EXPECT_FALSE(assigned == l);
 }
 
+TEST(Lines, AMovedFromLinesIsEmptyAndUsable) {
+    Lines from{"a", "b"};
+    Lines to(std::move(from));
+    EXPECT_EQ(to, (Seq{"a", "b"}));
+    EXPECT_TRUE(from.empty());  // NOLINT(bugprone-use-after-move): the point
+    from.push_back("c");
+    EXPECT_EQ(from, (Seq{"c"}));
+    Lines other{"x", "y", "z"};
+    other = std::move(to);
+    EXPECT_EQ(other, (Seq{"a", "b"}));
+    EXPECT_TRUE(to.empty());  // NOLINT(bugprone-use-after-move)
+    to.emplace_back() = "d";
+    EXPECT_EQ(to, (Seq{"d"}));
+}
+
 }  // namespace
 }  // namespace mysqltrace::protocol

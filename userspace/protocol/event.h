@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mysqltrace::protocol {
@@ -92,8 +93,16 @@ class Lines {
         }
         return *this;
     }
-    Lines(Lines &&) noexcept = default;
-    Lines &operator=(Lines &&) noexcept = default;
+    // A moved-from Lines is empty (n_ follows its lines).
+    Lines(Lines &&o) noexcept : lines_(std::move(o.lines_)), n_(std::exchange(o.n_, 0)) {
+        o.lines_.clear();
+    }
+    Lines &operator=(Lines &&o) noexcept {
+        lines_ = std::move(o.lines_);
+        n_ = std::exchange(o.n_, 0);
+        o.lines_.clear();
+        return *this;
+    }
     Lines &operator=(std::initializer_list<std::string> lines) {
         lines_ = lines;
         n_ = lines_.size();

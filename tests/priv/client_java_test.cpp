@@ -63,14 +63,8 @@ class ClientJava : public ::testing::TestWithParam<ServerFlavour> {
               std::string("--password"), server_->password()}) {
             argv.push_back(a);
         }
-        if (tcp) {
-            for (const auto &a : {std::string("--host"), server_->host(), std::string("--port"),
-                                  std::to_string(server_->port())}) {
-                argv.push_back(a);
-            }
-        } else {
-            argv.push_back("--socket");
-            argv.push_back(server_->socket_path());
+        for (auto &a : server_address_args(*server_, tcp)) {
+            argv.push_back(std::move(a));
         }
         argv.insert(argv.end(), extra.begin(), extra.end());
         return argv;
@@ -89,23 +83,7 @@ class ClientJava : public ::testing::TestWithParam<ServerFlavour> {
         for (const auto &step : before) {
             EXPECT_EQ(c.command(step.command), step.answer) << step.command;
         }
-        std::vector<std::string> targv = {MYSQLTRACE_BINARY,       "-v",       "client", "--pid",
-                                          std::to_string(c.pid()), "--output", out_};
-        targv.insert(targv.end(), tracer_extra.begin(), tracer_extra.end());
-        BackgroundCommand tracer(targv);
-        EXPECT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop")) << tracer.stderr_so_far();
-        for (const auto &step : steps) {
-            EXPECT_EQ(c.command(step.command), step.answer) << step.command;
-        }
-        c.finish();
-        auto r = tracer.wait();
-        EXPECT_EQ(r.exit_code, 0) << r.err;
-        EXPECT_NE(r.err.find(" 0 records dropped; traced process exited\n"), std::string::npos)
-            << r.err;
-        EXPECT_TRUE(
-            matches_expected(this->expected(expected),
-                             normalise_trace(read_file(out_), {{server_->root_dir(), "<dir>"}})));
-        return r.err;
+        return attach_and_check(c, *server_, this->expected(expected), steps, out_, tracer_extra);
     }
 
     MariadbServer *server_ = nullptr;
@@ -114,17 +92,6 @@ class ClientJava : public ::testing::TestWithParam<ServerFlavour> {
 
 std::string param_name(const ::testing::TestParamInfo<ServerFlavour> &info) {
     return flavour_name(info.param);
-}
-
-std::vector<Step> basic_steps() {
-    return {{"connect", "ok"},
-            {"query select a, b from mt.t order by a", "ok 1 2"},
-            {"query select 1 from dual where 1 = 0", "ok 1 0"},
-            {"query select * from mt.nosuch", "error 1146 Table 'mt.nosuch' doesn't exist"},
-            {"query insert into mt.t values (3, 'three')", "ok 0 0"},
-            {"query delete from mt.t where a = 3", "ok 0 0"},
-            {"ping", "ok"},
-            {"quit", "ok"}};
 }
 
 TEST_P(ClientJava, UnixSocket) {

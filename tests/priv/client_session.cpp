@@ -192,6 +192,46 @@ TracedSession run_traced(const std::vector<std::string> &client_argv,
     return s;
 }
 
+std::string attach_and_check(GatedClient &c, const MariadbServer &server,
+                             const std::string &expected, const std::vector<Step> &steps,
+                             const std::string &out_path,
+                             const std::vector<std::string> &tracer_args) {
+    std::vector<std::string> argv = {MYSQLTRACE_BINARY,       "-v",       "client", "--pid",
+                                     std::to_string(c.pid()), "--output", out_path};
+    argv.insert(argv.end(), tracer_args.begin(), tracer_args.end());
+    BackgroundCommand tracer(argv);
+    EXPECT_TRUE(tracer.wait_for_stderr("Ctrl-C to stop")) << tracer.stderr_so_far();
+    for (const auto &step : steps) {
+        EXPECT_EQ(c.command(step.command), step.answer) << step.command;
+    }
+    c.finish();
+    auto r = tracer.wait();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(" 0 records dropped; traced process exited\n"), std::string::npos)
+        << r.err;
+    EXPECT_TRUE(matches_expected(
+        expected, normalise_trace(read_file(out_path), {{server.root_dir(), "<dir>"}})));
+    return r.err;
+}
+
+std::vector<std::string> server_address_args(const MariadbServer &server, bool tcp) {
+    if (tcp) {
+        return {"--host", server.host(), "--port", std::to_string(server.port())};
+    }
+    return {"--socket", server.socket_path()};
+}
+
+std::vector<Step> basic_steps() {
+    return {{"connect", "ok"},
+            {"query select a, b from mt.t order by a", "ok 1 2"},
+            {"query select 1 from dual where 1 = 0", "ok 1 0"},
+            {"query select * from mt.nosuch", "error 1146 Table 'mt.nosuch' doesn't exist"},
+            {"query insert into mt.t values (3, 'three')", "ok 0 0"},
+            {"query delete from mt.t where a = 3", "ok 0 0"},
+            {"ping", "ok"},
+            {"quit", "ok"}};
+}
+
 TracedSession run_under_run(const std::vector<std::string> &client_argv,
                             const std::vector<Step> &steps,
                             const std::vector<std::string> &tracer_args,

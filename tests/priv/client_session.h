@@ -73,6 +73,26 @@ TracedSession run_traced(const std::vector<std::string> &client_argv,
                          const std::vector<std::string> &tracer_args, const std::string &out_path,
                          const std::vector<std::string> &tracer_prefix = {});
 
+// Attaches `mysqltrace -v client --pid` (with `tracer_args`) to the client
+// `c`, already past its gate, plays `steps` and lets the client exit; expects
+// every answer, a clean end (no record dropped, the traced process exited)
+// and the trace of tests/priv/expected/<expected>.trace, `server`'s
+// directory written <dir>. Returns the tracer's stderr. For clients that
+// must run before the tracer looks at them: a Go executable mapped, a JVM
+// to load the agent into.
+std::string attach_and_check(GatedClient &c, const MariadbServer &server,
+                             const std::string &expected, const std::vector<Step> &steps,
+                             const std::string &out_path,
+                             const std::vector<std::string> &tracer_args = {});
+
+// A scripted client's options naming `server`: --host and --port with
+// `tcp`, --socket otherwise.
+std::vector<std::string> server_address_args(const MariadbServer &server, bool tcp);
+
+// Connect; a query with rows, one without, one that fails; an insert and a
+// delete; ping; quit: every scripted client's first test.
+std::vector<Step> basic_steps();
+
 // Runs `mysqltrace run <tracer_args> -- <client_argv>`, plays `steps` through
 // it (the command's stdin and stdout pass through mysqltrace), and collects
 // the trace; tracer_exit is mysqltrace's exit code, which is the client's.

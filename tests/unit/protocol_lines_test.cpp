@@ -108,5 +108,13 @@ TEST(Lines, AMovedFromLinesIsEmptyAndUsable) {
     EXPECT_EQ(to, (Seq{"d"}));
 }
 
+TEST(Lines, MovedOntoItselfKeepsItsLines) {
+    Lines l{"a", "b"};
+    Lines &same = l;
+    l = std::move(same);
+    EXPECT_EQ(l.size(), 2u);
+    EXPECT_EQ(l, (Seq{"a", "b"}));
+}
+
 }  // namespace
 }  // namespace mysqltrace::protocol

@@ -98,9 +98,11 @@ class Lines {
         o.lines_.clear();
     }
     Lines &operator=(Lines &&o) noexcept {
-        lines_ = std::move(o.lines_);
-        n_ = std::exchange(o.n_, 0);
-        o.lines_.clear();
+        if (this != &o) {  // a self-move would empty lines_ and keep n_
+            lines_ = std::move(o.lines_);
+            n_ = std::exchange(o.n_, 0);
+            o.lines_.clear();
+        }
         return *this;
     }
     Lines &operator=(std::initializer_list<std::string> lines) {

@@ -184,10 +184,7 @@ TracedSession run_traced(const std::vector<std::string> &client_argv,
     auto r = tracer.wait();
     s.tracer_exit = r.exit_code;
     s.tracer_stderr = r.err;
-    std::ifstream in(out_path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    s.trace = ss.str();
+    s.trace = read_file(out_path);
     s.normalised = normalise_trace(s.trace);
     return s;
 }

@@ -32,6 +32,18 @@ class Tmux {
     // Named keys: Enter, Escape, Down.
     void key(const std::string &name) { tmux({"send-keys", "-t", "top", name}); }
     std::string screen() { return tmux({"capture-pane", "-p", "-t", "top"}).out; }
+    // Waits until a line starting with `line_start` is on the screen with
+    // the shell's prompt on a later line: the command has ended and the
+    // shell has drawn its prompt (the echo comes before the prompt, so
+    // waiting for the echo alone races with the prompt).
+    bool wait_for_prompt_after(const std::string &line_start, double timeout_s, std::string *last) {
+        return wait(
+            [&](const std::string &s) {
+                const auto at = s.find("\n" + line_start);
+                return at != std::string::npos && s.find("\nshell$", at + 1) != std::string::npos;
+            },
+            timeout_s, last);
+    }
     // Polls the screen until `ok` holds (true) or `timeout_s` passes (false).
     bool wait(const std::function<bool(const std::string &)> &ok, double timeout_s,
               std::string *last) {

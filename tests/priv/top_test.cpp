@@ -225,10 +225,7 @@ TEST_F(TopTest, OneServerInATerminal) {
     // q: top exits 0 and the shell's screen is back.
     tmux.key("Escape");
     tmux.key("q");
-    EXPECT_TRUE(
-        tmux.wait([](const std::string &s) { return s.find("\nTOP-EXIT=") != std::string::npos; },
-                  10, &screen))
-        << screen;
+    EXPECT_TRUE(tmux.wait_for_prompt_after("TOP-EXIT=", 10, &screen)) << screen;
     EXPECT_NE(screen.find("TOP-EXIT=0\nshell$"), std::string::npos) << screen;
     EXPECT_EQ(screen.find("mysqltrace top - "), std::string::npos) << screen;
 }
@@ -324,10 +321,7 @@ TEST_F(TopTest, EveryServerThroughTheAgent) {
     EXPECT_NE(screen.find("SERVER"), std::string::npos) << screen;
     // Ctrl-C ends it as q does: exit 0, the shell's screen back.
     tmux.key("C-c");
-    EXPECT_TRUE(
-        tmux.wait([](const std::string &s) { return s.find("\nTOP-EXIT=") != std::string::npos; },
-                  10, &screen))
-        << screen;
+    EXPECT_TRUE(tmux.wait_for_prompt_after("TOP-EXIT=", 10, &screen)) << screen;
     EXPECT_NE(screen.find("TOP-EXIT=0\nshell$"), std::string::npos) << screen;
 
     EXPECT_EQ(screen.find("mysqltrace top - "), std::string::npos) << screen;

@@ -121,8 +121,6 @@ __attribute__((noinline)) Totals run_case(const std::vector<Session> &sessions, 
     return t;
 }
 
-}  // namespace
-
 // The two kinds of recorded session, weighed apart: the scenario fixtures
 // (tests/data/protocol/*.txt but sysbench_*) are short connections, mostly
 // handshake and one example of each command, with one event per ~15 bytes;
@@ -133,6 +131,8 @@ struct Group {
     std::vector<Session> sessions;
     uint64_t bytes = 0;
 };
+
+}  // namespace
 
 int main(int argc, char **argv) {
     double seconds = 2.0;

@@ -13,12 +13,12 @@ namespace mysqltrace::client {
 
 namespace {
 
-struct Known {
+struct GoKnown {
     mt_tls_func func;
     const char *symbol;
 };
 
-constexpr Known kFunctions[] = {
+constexpr GoKnown kGoFunctions[] = {
     {MT_TLS_GO_READ, "crypto/tls.(*Conn).Read"},
     {MT_TLS_GO_WRITE, "crypto/tls.(*Conn).Write"},
 };
@@ -94,7 +94,7 @@ GoTlsScan find_go_tls_in_file(const std::string &path) {
     }
     std::vector<elf::Symbol> syms;
     std::string found_by = ".symtab";
-    for (const auto &k : kFunctions) {
+    for (const auto &k : kGoFunctions) {
         if (auto s = (*elf)->find(k.symbol); s && s->is_function && s->size > 0) {
             syms.push_back(*s);
         }
@@ -102,7 +102,7 @@ GoTlsScan find_go_tls_in_file(const std::string &path) {
     if (syms.empty()) {
         // Stripped of its ELF symbols (-ldflags=-s): Go's own table.
         std::vector<std::string> names;
-        for (const auto &k : kFunctions) {
+        for (const auto &k : kGoFunctions) {
             names.emplace_back(k.symbol);
         }
         auto from_pcln = elf::go_pclntab_functions(**elf, names);
@@ -118,7 +118,7 @@ GoTlsScan find_go_tls_in_file(const std::string &path) {
     }
     for (const auto &sym : syms) {
         mt_tls_func func = MT_TLS_GO_READ;
-        for (const auto &k : kFunctions) {
+        for (const auto &k : kGoFunctions) {
             if (sym.name == k.symbol) {
                 func = k.func;
             }

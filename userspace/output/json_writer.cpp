@@ -9,7 +9,7 @@ constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
 
 // Bytes that need more than copying: control characters, `"`, `\` and
 // anything not ASCII (checked for well-formed UTF-8).
-constexpr bool plain(unsigned char c) {
+constexpr bool copies_verbatim(unsigned char c) {
     return c >= 0x20 && c != '"' && c != '\\' && c < 0x80;
 }
 
@@ -63,7 +63,7 @@ void append_json_string(std::string &out, std::string_view s) {
     size_t i = 0;
     while (i < s.size()) {
         size_t run = i;
-        while (run < s.size() && plain(static_cast<unsigned char>(s[run]))) {
+        while (run < s.size() && copies_verbatim(static_cast<unsigned char>(s[run]))) {
             run++;
         }
         out.append(s.data() + i, run - i);

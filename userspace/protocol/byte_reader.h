@@ -15,6 +15,15 @@
 
 namespace mysqltrace::protocol {
 
+// Little-endian integers at p, for callers that have checked the bytes are
+// there (a packet header, a payload of known length).
+inline uint32_t le24(const uint8_t *p) {
+    return p[0] | (p[1] << 8) | (p[2] << 16);
+}
+inline uint32_t le32(const uint8_t *p) {
+    return le24(p) | (static_cast<uint32_t>(p[3]) << 24);
+}
+
 class ByteReader {
   public:
     explicit ByteReader(std::span<const uint8_t> data) : data_(data) {}

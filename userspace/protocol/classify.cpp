@@ -6,15 +6,12 @@
 
 #include <algorithm>
 
+#include "protocol/byte_reader.h"
 #include "protocol/constants.h"
 
 namespace mysqltrace::protocol {
 
 namespace {
-
-uint32_t le24(const uint8_t *p) {
-    return p[0] | (p[1] << 8) | (p[2] << 16);
-}
 
 // Plausible payload lengths of a command packet, for recognising one with
 // nothing else to go on. Tight ranges for fixed-size commands keep random

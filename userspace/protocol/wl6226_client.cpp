@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "protocol/byte_reader.h"
 #include "protocol/constants.h"
 #include "sql/redact.h"
 #include "protocol/wl6226.h"
@@ -16,13 +17,6 @@ using detail::hex64;
 using detail::join;
 
 namespace {
-
-uint32_t le24(const uint8_t *p) {
-    return p[0] | (p[1] << 8) | (p[2] << 16);
-}
-uint32_t le32(const uint8_t *p) {
-    return le24(p) | (static_cast<uint32_t>(p[3]) << 24);
-}
 
 Stage stage_after_send(uint8_t code) {
     switch (code) {

@@ -16,8 +16,8 @@ namespace mysqltrace::server {
 namespace {
 
 // The servers' own error numbers for the two incidents (the same in both).
-constexpr uint32_t kLockWaitTimeout = 1205;  // ER_LOCK_WAIT_TIMEOUT
-constexpr uint32_t kLockDeadlock = 1213;     // ER_LOCK_DEADLOCK
+constexpr uint32_t kErLockWaitTimeout = 1205;  // ER_LOCK_WAIT_TIMEOUT
+constexpr uint32_t kErLockDeadlock = 1213;     // ER_LOCK_DEADLOCK
 // Statements kept per connection to find a blocker's statement.
 constexpr size_t kHistory = 32;
 
@@ -261,9 +261,9 @@ LockWaitReport LockTracker::report(const LockWait &w, const Statement *waiter, u
     r.waiter_sql = waiter_sql;
     r.outcome = outcome_of(w.status);
     if (r.outcome.empty() || r.outcome == "GRANTED") {
-        if (error == kLockWaitTimeout) {
+        if (error == kErLockWaitTimeout) {
             r.outcome = "TIMEOUT";
-        } else if (error == kLockDeadlock) {
+        } else if (error == kErLockDeadlock) {
             r.outcome = "DEADLOCK";
         } else if (r.outcome.empty() && !waiter_sql.empty() && error == 0) {
             r.outcome = "GRANTED";
@@ -435,8 +435,8 @@ void LockTracker::on_statement(const Statement &st) {
         const bool last = i + 1 == mine.size();
         ready_.push_back(report(mine[i], &st, last ? st.error : 0));
     }
-    if (st.error == kLockWaitTimeout || st.error == kLockDeadlock) {
-        incidents_.push_back({st.error == kLockDeadlock ? "deadlock" : "lock_wait_timeout",
+    if (st.error == kErLockWaitTimeout || st.error == kErLockDeadlock) {
+        incidents_.push_back({st.error == kErLockDeadlock ? "deadlock" : "lock_wait_timeout",
                               st.thread_id, st.end_ns, st.error, st.text});
     }
     // What the connection holds from now on.
@@ -450,7 +450,7 @@ void LockTracker::on_statement(const Statement &st) {
     } else if ((opens_with(head, "COMMIT") || opens_with(head, "ROLLBACK")) &&
                upper_start(st.text, 64).find(" TO ") == std::string::npos) {
         trx = 0;
-    } else if (st.error == kLockDeadlock || commits_implicitly(head)) {
+    } else if (st.error == kErLockDeadlock || commits_implicitly(head)) {
         trx = 0;  // the victim's transaction is rolled back; DDL commits
     }
     // The oldest one's strings take the new one's (their buffers reused).

@@ -13,7 +13,7 @@
 #    --use DIR tests the package already built in DIR (build-deb.sh --out).
 #    With --suite, --twice SUITE (repeatable) builds only the suites it
 #    names twice and the others once: CI checks one suite's build this way,
-#    as each build takes ~4 minutes of its 2 CPUs.
+#    as each build takes ~6 minutes of its 2 CPUs.
 # 2. lintian on the .changes: no error, and every warning is listed with its
 #    reason in packaging/README.md.
 # 3. apt-get install ./mysqltrace_*.deb, then checks the installed files, the

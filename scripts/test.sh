@@ -20,7 +20,7 @@ echo "test: MySQL chroot ready in $((SECONDS - chroot_start)) s"
 BUILD_DIR="$BUILD_DIR" "$mt_root/bench/run.sh" --smoke
 # The Debian packages for Debian 12 and 13, each built from one export of
 # the tree in a clean chroot of its release, Debian 12's twice (the builds
-# must be identical; ~4 minutes a build) and checked by that release's
+# must be identical; ~6 minutes a build) and checked by that release's
 # lintian; an APT repository of
 # both, from which a clean chroot of each release installs mysqltrace,
 # traces that release's own MariaDB with it and purges it. The chroots are

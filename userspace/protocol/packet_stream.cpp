@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "protocol/byte_reader.h"
 #include "protocol/constants.h"
 
 namespace mysqltrace::protocol {
@@ -346,7 +347,7 @@ size_t PacketStream::consume(const uint8_t *p, size_t n, uint64_t ts_ns) {
                 hdr_have_ = 0;
                 hdr = hdr_;
             }
-            uint32_t len = hdr[0] | (hdr[1] << 8) | (hdr[2] << 16);
+            uint32_t len = le24(hdr);
             if (!building_) {
                 // Every field set here: cur_ was moved out by finish_packet()
                 // (its payload is empty) or reset.
@@ -457,8 +458,8 @@ void PacketStream::consume_frames(const uint8_t *p, size_t n, uint64_t ts_ns) {
                 break;
             }
             fhdr_have_ = 0;
-            frame_remaining_ = fhdr_[0] | (fhdr_[1] << 8) | (fhdr_[2] << 16);
-            frame_ulen_ = fhdr_[4] | (fhdr_[5] << 8) | (fhdr_[6] << 16);
+            frame_remaining_ = le24(fhdr_);
+            frame_ulen_ = le24(fhdr_ + 4);
             frame_out_ = 0;
             frame_broken_ = false;
             frame_started_ = false;

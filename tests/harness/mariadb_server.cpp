@@ -431,7 +431,12 @@ Result<std::unique_ptr<MariadbServer>> MariadbServer::start(const ServerOptions 
 }
 
 MariadbServer::~MariadbServer() {
-    (void)stop();
+    close_session();
+    if (pid_ > 0) {
+        ::kill(pid_, SIGKILL);
+        (void)wait_child(pid_, Clock::now() + 60s);
+        pid_ = -1;
+    }
     if (!root_dir_.empty()) {
         std::error_code ec;
         fs::remove_all(root_dir_, ec);

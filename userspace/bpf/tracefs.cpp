@@ -243,7 +243,8 @@ SyscallPrograms choose_syscall_programs(bpf_object *obj, bool wanted, const std:
     }
     bpf_program *prog;
     bpf_object__for_each_program(prog, obj) {
-        if (is_syscall_tracepoint_program(prog)) {
+        if (is_syscall_tracepoint_program(prog) ||
+            std::string_view(bpf_program__section_name(prog)) == "tracepoint") {
             bpf_program__set_autoload(prog, !out.per_syscall.empty());
             bpf_program__set_autoattach(prog, false);
         } else if (is_raw_syscall_program(prog)) {

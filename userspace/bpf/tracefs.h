@@ -67,7 +67,9 @@ struct SyscallPrograms {
 
 // Makes the per-syscall tracepoint programs of `obj` load, or, when
 // tracefs is out of reach, its raw syscall programs (a line in *notes says
-// so, after `who`), or none of them when not `wanted`.
+// so, after `who`), or none of them when not `wanted`. A program in section
+// "tracepoint" (no name) is what the per-syscall ones tail-call: it loads
+// with them and attaches nowhere.
 SyscallPrograms choose_syscall_programs(bpf_object *obj, bool wanted, const std::string &who,
                                         std::vector<std::string> *notes);
 

@@ -71,11 +71,20 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
         c->skel_->rodata->go_tls = go_funcs.empty() ? 0 : 1;
     }
     // The syscall probes: the per-syscall tracepoints (section
-    // "tracepoint/syscalls/..."), attached here by id, or the two raw
-    // tracepoints. The shim reports the I/O itself: then neither.
+    // "tracepoint/syscalls/..."), attached here by id, the exit ones
+    // tail-calling client_exit_worker, or the two raw tracepoints. The shim
+    // reports the I/O itself: then neither.
     const auto syscalls = bpf::choose_syscall_programs(c->skel_->obj, !shim, "", &c->notes_);
     if (int err = ::client::load(c->skel_); err != 0) {
         return make_error(err, "cannot load the client BPF programs");
+    }
+    if (!syscalls.per_syscall.empty()) {
+        const uint32_t key = 0;
+        const int worker = bpf_program__fd(c->skel_->progs.client_exit_worker);
+        if (bpf_map_update_elem(bpf_map__fd(c->skel_->maps.exit_worker), &key, &worker, BPF_ANY) !=
+            0) {
+            return make_error(errno, "cannot hand the syscall exit tracepoints their worker");
+        }
     }
     SocketCapture *self = c.get();
     auto rings = bpf::RingSet::create(

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // `mysqltrace client --pid` on a Go program (tests/testprogs/go_client,
-// go-sql-driver/mysql, built here from Debian's golang-go and
+// go-sql-driver/mysql, built with the tests from Debian's golang-go and
 // golang-github-go-sql-driver-mysql-dev, offline): the exact WL#6226 event
 // sequence over the unix socket, plain TCP and TLS (Go's own crypto/tls in
 // the executable, probed at (*Conn).Read/Write's entries and RETs), and the
@@ -29,49 +29,21 @@ namespace {
 
 using namespace mysqltrace::test;
 
-// The Go client, built once per process into a private directory (removed
-// at exit): plain and stripped (-ldflags=-s -w). Empty paths (and a test
-// failure) when the build failed.
+// The Go client, built with the tests (tests/testprogs/CMakeLists.txt):
+// plain and stripped (-ldflags=-s -w). `error` says why when it is missing.
 struct GoClients {
-    std::string dir, plain, stripped, error;
-    GoClients() = default;
-    GoClients(GoClients &&o)
-        : dir(std::exchange(o.dir, {})),
-          plain(std::move(o.plain)),
-          stripped(std::move(o.stripped)),
-          error(std::move(o.error)) {}
-    ~GoClients() {
-        if (!dir.empty()) {
-            std::error_code ec;
-            std::filesystem::remove_all(dir, ec);
-        }
-    }
+    std::string plain, stripped, error;
 };
 
 const GoClients &go_clients() {
     static const GoClients built = [] {
-        GoClients g;
-        char tmpl[] = "/tmp/mt-go-client.XXXXXX";
-        const char *dir = mkdtemp(tmpl);
-        if (dir == nullptr) {
-            g.error = "mkdtemp failed";
-            return g;
-        }
-        const std::string d = dir;
-        g.dir = d;
-        const std::string src = std::string(MYSQLTRACE_SOURCE_DIR) + "/tests/testprogs/go_client";
-        for (bool strip : {false, true}) {
-            const std::string out = d + (strip ? "/go_client_stripped" : "/go_client");
-            // Offline: GOPATH mode on Debian's packaged sources, no proxy.
-            std::string cmd = "cd '" + src + "' && env GOPATH=/usr/share/gocode GO111MODULE=off " +
-                              "GOFLAGS= GOPROXY=off GOCACHE='" + d + "/cache' go build " +
-                              (strip ? "-ldflags='-s -w' " : "") + "-o '" + out + "' .";
-            auto r = run_command({"/bin/sh", "-c", cmd});
-            if (r.exit_code != 0) {
-                g.error = "go build failed: " + r.out + r.err;
-                return g;
+        GoClients g{testprog("go_client"), testprog("go_client_stripped"), {}};
+        for (const auto *path : {&g.plain, &g.stripped}) {
+            if (!std::filesystem::exists(*path)) {
+                g.error = *path +
+                          " was not built: cmake found no go (scripts/install-deps.sh "
+                          "installs golang-go)";
             }
-            (strip ? g.stripped : g.plain) = out;
         }
         return g;
     }();

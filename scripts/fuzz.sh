@@ -20,24 +20,46 @@ fuzz_dir=${FUZZ_BUILD_DIR:-$mt_root/build-fuzz}
 cmake -S "$mt_root" -B "$fuzz_dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DMYSQLTRACE_WERROR=ON >/dev/null
 targets=()
+names=()
 [[ $which == binary ]] || targets+=(protocol_fuzz)
 [[ $which == protocol ]] || targets+=(binary_fuzz)
 cmake --build "$fuzz_dir" --target "${targets[@]}" -j"$(nproc)"
 
 work=$(mktemp -d /tmp/mysqltrace-fuzz-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
+# Both at once, one CPU each (libFuzzer runs one process); each one's log is
+# printed when it ends.
 if [[ $which != binary ]]; then
   mkdir -p "$work/seeds" "$work/corpus"
   /usr/bin/python3 "$mt_root/tests/fuzz/make_protocol_seeds.py" "$work/seeds"
   "$fuzz_dir/tests/fuzz/protocol_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
-    -print_final_stats=1 "$work/corpus" "$work/seeds"
-  echo "fuzz: protocol_fuzz ran ${seconds}s without a crash"
+    -print_final_stats=1 "$work/corpus" "$work/seeds" >"$work/protocol.log" 2>&1 &
+  pids+=($!)
+  names+=(protocol_fuzz)
 fi
 if [[ $which != protocol ]]; then
   # The real binaries are the seeds (a run maps one copy-on-write and
   # patches it): a few runs a second, each a whole analysis.
   mkdir -p "$work/binary-corpus"
   "$fuzz_dir/tests/fuzz/binary_fuzz" -max_total_time="$seconds" -rss_limit_mb=4096 \
-    -timeout=120 -print_final_stats=1 "$work/binary-corpus"
-  echo "fuzz: binary_fuzz ran ${seconds}s without a crash"
+    -timeout=120 -print_final_stats=1 "$work/binary-corpus" >"$work/binary.log" 2>&1 &
+  pids+=($!)
+  names+=(binary_fuzz)
 fi
+failed=0
+for i in "${!pids[@]}"; do
+  status=0
+  wait "${pids[$i]}" || status=$?
+  log=$work/${names[$i]%_fuzz}.log
+  if [[ $status -eq 0 ]]; then
+    grep -E '^(stat::|INFO: (Loaded|seed corpus)|[a-z_]+: )' "$log" || true
+    echo "fuzz: ${names[$i]} ran ${seconds}s without a crash"
+  else
+    cat "$log"
+    echo "fuzz: ${names[$i]} FAILED (exit $status); its log is above" >&2
+    failed=1
+  fi
+done
+pids=()
+exit "$failed"

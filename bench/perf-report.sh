@@ -19,8 +19,9 @@
 #   standard  the three at 2 threads, oltp_point_select also at 1 and 8;
 #             3 rounds x 5 s (the default)                          (~20 min)
 #   smoke     oltp_point_select at 2 threads; 1 round x 2 s; short
-#             versions of every other section; writes no report unless
-#             --write (CI: bench/run.sh --smoke)                    (~2 min)
+#             versions of every other section, cost and probe hits for
+#             statements and client only, memory for client only; writes
+#             no report unless --write (CI: bench/run.sh --smoke)   (~3 min)
 # --workloads/--threads replace the cells by their cross product.
 # Configurations: see bench/lib.sh (default: every one but client-summary
 # and run-no-api). Sections (default all, in this order): probes pipeline
@@ -102,6 +103,10 @@ case $matrix in
     mysql_cells="oltp_point_select:2"
     rates="100000,1000000,0"
     d_rounds=1 d_seconds=2 pipe_s=0.5 probe_hits=20000 probe_reps=3 dec_s=0.3 hits_s=1 mem_s=2 prof_s=1 cg_passes=1 cost_s=1
+    # The matrix runs every configuration; the cost, probe hits and memory
+    # sections only have to show they work, on one server and one client
+    # configuration.
+    side_configs="statements client" mem_configs="client"
     write=0 ;;
   *) echo "perf-report: --matrix is standard, full or smoke" >&2; exit 2 ;;
 esac
@@ -127,6 +132,8 @@ for c in "${config_list[@]}"; do
 done
 : "${sections:=probes pipeline decoder matrix mysql cost hits memory profile}"
 has() { [[ " $sections " == *" $1 "* ]]; }
+# A configuration the cost and probe-hits sections run (all but in a smoke).
+on_side() { [ -z "${side_configs:-}" ] || [[ " $side_configs " == *" $1 "* ]]; }
 [ "${#cell_list[@]}" -gt 0 ] || { echo "perf-report: no cells" >&2; exit 2; }
 read -r -a mysql_config_list <<<"$mysql_configs"
 read -r -d '' -a mysql_cell_list <<<"$mysql_cells" || true
@@ -312,7 +319,9 @@ if has cost; then
   printf 'cost_rate=%s\ncost_load=%s\ncost_seconds=%s\n' "$cost_rate" "$cost_load" "$cost_s" \
     >>"$results/meta.env"
   cost_configs=()
-  for c in "${config_list[@]}"; do [ "$c" = baseline ] || cost_configs+=("$c"); done
+  for c in "${config_list[@]}"; do
+    if [ "$c" != baseline ] && on_side "$c"; then cost_configs+=("$c"); fi
+  done
   n=${#cost_configs[@]}
   bench_log "cost: $side_cell at $cost_rate events/s, $n configurations x $rounds rounds, each next to an untraced run, $cost_s s each"
   for r in $(seq "$rounds"); do
@@ -334,6 +343,7 @@ if has hits; then
   BENCH_PROG_STATS=1
   for c in "${config_list[@]}"; do
     case $c in baseline | shim-idle | pfs | pfs-stages) continue ;; esac
+    on_side "$c" || continue
     bench_log "probe hits: $side_w, $side_t threads: $c"
     bench_run "$c" "$side_w" "$side_t" "$hits_s" "h.$c"
     echo "$c $bench_result" >>"$results/hits.txt"
@@ -347,7 +357,7 @@ fi
 # ---- memory: the tracer's peak RSS at 1 and 200 connections ----
 if has memory; then
   echo "mem_seconds=$mem_s" >>"$results/meta.env"
-  for c in client run waits; do
+  for c in ${mem_configs:-client run waits}; do
     for conns in 1 200; do
       bench_log "memory: $c, $conns connections"
       bench_run "$c" oltp_point_select "$conns" "$mem_s" "mem.$c.$conns"

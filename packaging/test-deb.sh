@@ -5,7 +5,8 @@
 #
 #   packaging/test-deb.sh [--once | --use DIR] [--keep]
 #   packaging/test-deb.sh --suite SUITE [--suite SUITE]... [--once | --twice SUITE... | --use DIR]
-#                         [--keep]
+#                         [--export DIR] [--builds-to DIR] [--keep]
+#   packaging/test-deb.sh --compare DIR1 DIR2
 #
 # 1. Exports the tree once and builds the package from it twice, in two
 #    directories: the builds must be identical (diffoscope, or file lists and
@@ -13,7 +14,11 @@
 #    --use DIR tests the package already built in DIR (build-deb.sh --out).
 #    With --suite, --twice SUITE (repeatable) builds only the suites it
 #    names twice and the others once: CI checks one suite's build this way,
-#    as each build takes ~6 minutes of its 2 CPUs.
+#    as each build takes ~6 minutes of its 2 CPUs. --export DIR builds
+#    the export build-deb.sh --export-only made (DIR/mysqltrace-VERSION);
+#    --builds-to DIR leaves each suite's (first) build in DIR/SUITE.
+#    --compare DIR1 DIR2 only compares two builds' packages, as step 1 does
+#    (scripts/test.sh makes the second one while the test suites run).
 # 2. lintian on the .changes: no error, and every warning is listed with its
 #    reason in packaging/README.md.
 # 3. apt-get install ./mysqltrace_*.deb, then checks the installed files, the
@@ -56,6 +61,9 @@ use=
 suites=()
 repo_uri=
 repo_key=
+export_given=
+builds_to=
+compare=()
 while [[ $# -gt 0 ]]; do
   case $1 in
   --once) once=1 ;;
@@ -64,6 +72,9 @@ while [[ $# -gt 0 ]]; do
   --from-repo) repo_uri=$2 repo_key=$3; shift 2 ;;
   --keep) keep=1 ;;
   --use) use=$(cd "$2" && pwd); shift ;;
+  --export) export_given=$(cd "$2" && pwd); shift ;;
+  --builds-to) mkdir -p "$2" && builds_to=$(cd "$2" && pwd); shift ;;
+  --compare) compare=("$2" "$3"); shift 2 ;;
   -h | --help) sed -n '4,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "test-deb: unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -89,8 +100,11 @@ cannot_run() {
   exit 0
 }
 
-[[ $(id -u) -eq 0 ]] || cannot_run "needs root (apt-get install and purge, BPF)"
-if [[ ${#suites[@]} -gt 0 ]]; then
+if [[ ${#compare[@]} -gt 0 ]]; then
+  tools=(dpkg-deb)
+elif [[ $(id -u) -ne 0 ]]; then
+  cannot_run "needs root (apt-get install and purge, BPF)"
+elif [[ ${#suites[@]} -gt 0 ]]; then
   tools=(mmdebstrap unshare apt-ftparchive gpg dpkg-parsechangelog)
 elif [[ -n $repo_uri ]]; then
   tools=(apt-get setpriv systemd-escape mariadbd mariadb)
@@ -101,7 +115,7 @@ for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null ||
     cannot_run "$tool is missing (scripts/install-deps.sh installs it)"
 done
-if [[ ${#suites[@]} -eq 0 ]] && dpkg-query -W -f='${Status}' mysqltrace 2>/dev/null | grep -q ' installed$'; then
+if [[ ${#suites[@]} -eq 0 && ${#compare[@]} -eq 0 ]] && dpkg-query -W -f='${Status}' mysqltrace 2>/dev/null | grep -q ' installed$'; then
   fail "the mysqltrace package is installed here already; this test installs and purges it"
 fi
 
@@ -176,9 +190,9 @@ deb_contents() {
   (cd "$d" && find . -type f -print0 | sort -z | xargs -0 md5sum)
 }
 
-# compare_builds OUT-PREFIX: the two builds made the same packages.
+# compare_builds OUT1 OUT2: the two builds made the same packages.
 compare_builds() {
-  local out=$1-one two=$1-two-in-a-longer-directory f
+  local out=$1 two=$2 f
   (cd "$out" && ls -- *.deb) >"$work/debs-one"
   (cd "$two" && ls -- *.deb) >"$work/debs-two"
   diff -u "$work/debs-one" "$work/debs-two" || fail "the two builds made different packages"
@@ -216,10 +230,21 @@ check_lintian() {
   done < <(sed -n 's/^W: [^:]*: \([^ ]*\).*/\1/p' "$1" | sort -u)
 }
 
+if [[ ${#compare[@]} -gt 0 ]]; then
+  for d in "${compare[@]}"; do
+    [[ -d $d ]] || fail "--compare: no directory $d"
+  done
+  compare_builds "${compare[@]}"
+  exit 0
+fi
+
 # ---- --suite: build, lintian and the APT repository here, the rest in chroots ----
 if [[ ${#suites[@]} -gt 0 ]]; then
   chroots=$root/packaging/deb-chroot.sh
-  if [[ -z $use ]]; then
+  if [[ -n $export_given ]]; then
+    export_dir=$(echo "$export_given"/mysqltrace-*)
+    [[ -f $export_dir/debian/rules ]] || fail "--export $export_given holds no export"
+  elif [[ -z $use ]]; then
     export_dir=$("$build" --export-only "$work/export")
     step_done "export"
   fi
@@ -246,8 +271,12 @@ if [[ ${#suites[@]} -gt 0 ]]; then
       fi
       once=$local_once build_twice "$work/$s" --suite "$s"
       if [[ $local_once = 0 ]]; then
-        compare_builds "$work/$s"
+        compare_builds "$work/$s-one" "$work/$s-two-in-a-longer-directory"
         step_done "compare-$s"
+      fi
+      if [[ -n $builds_to ]]; then
+        rm -rf "${builds_to:?}/$s"
+        cp -a "$built" "$builds_to/$s"
       fi
     fi
     changes=$(echo "$built"/mysqltrace_*_"$arch".changes)
@@ -314,7 +343,7 @@ if [[ -z $repo_uri ]]; then
   [[ ${#debs[@]} -eq 1 && -f $deb ]] || fail "not one mysqltrace .deb in $out"
   changes=${deb%.deb}.changes
   if [[ $once = 0 ]]; then
-    compare_builds "$work/out"
+    compare_builds "$work/out-one" "$work/out-two-in-a-longer-directory"
     step_done "compare"
   fi
 

@@ -57,7 +57,7 @@ if ! wait "$second_build"; then
   exit 1
 fi
 trap - EXIT
-echo "test: the second build of Debian 12's package ended $((SECONDS - wait_start)) s after the tests"
+echo "test: the second build of Debian 12's package: waited $((SECONDS - wait_start)) s for it after the tests"
 "$mt_root/packaging/test-deb.sh" --compare "$deb_work/bookworm" "$deb_work/bookworm-two"
 rm -rf --one-file-system "$deb_work"
 exit "$status"

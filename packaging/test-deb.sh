@@ -5,7 +5,7 @@
 #
 #   packaging/test-deb.sh [--once | --use DIR] [--keep]
 #   packaging/test-deb.sh --suite SUITE [--suite SUITE]... [--once | --twice SUITE... | --use DIR]
-#                         [--export DIR] [--builds-to DIR] [--keep]
+#                         [--export EXPORT] [--builds-to DIR] [--keep]
 #   packaging/test-deb.sh --compare DIR1 DIR2
 #
 # 1. Exports the tree once and builds the package from it twice, in two
@@ -13,9 +13,11 @@
 #    checksums, show what differs). --once builds once and skips this;
 #    --use DIR tests the package already built in DIR (build-deb.sh --out).
 #    With --suite, --twice SUITE (repeatable) builds only the suites it
-#    names twice and the others once: CI checks one suite's build this way,
-#    as each build takes ~6 minutes of its 2 CPUs. --export DIR builds
-#    the export build-deb.sh --export-only made (DIR/mysqltrace-VERSION);
+#    names twice and the others once (each build takes ~6 minutes of 2
+#    CPUs; CI makes its second build itself, in the background, and
+#    --compare's the two). --export EXPORT builds
+#    the export whose path build-deb.sh --export-only printed (as its
+#    --from takes it);
 #    --builds-to DIR leaves each suite's (first) build in DIR/SUITE.
 #    --compare DIR1 DIR2 only compares two builds' packages, as step 1 does
 #    (scripts/test.sh makes the second one while the test suites run).
@@ -242,8 +244,8 @@ fi
 if [[ ${#suites[@]} -gt 0 ]]; then
   chroots=$root/packaging/deb-chroot.sh
   if [[ -n $export_given ]]; then
-    export_dir=$(echo "$export_given"/mysqltrace-*)
-    [[ -f $export_dir/debian/rules ]] || fail "--export $export_given holds no export"
+    export_dir=$export_given
+    [[ -f $export_dir/debian/rules ]] || fail "--export $export_dir is not an export (no debian/rules)"
   elif [[ -z $use ]]; then
     export_dir=$("$build" --export-only "$work/export")
     step_done "export"

@@ -44,7 +44,7 @@ setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19
 second_build=$!
 trap 'kill -TERM -- "-$second_build" 2>/dev/null || true' EXIT
 MYSQLTRACE_REQUIRE_PRIV=1 "$mt_root/packaging/test-deb.sh" --suite bookworm --suite trixie --once \
-  --export "$deb_work/export" --builds-to "$deb_work"
+  --export "$export_dir" --builds-to "$deb_work"
 echo "test: Debian packages tested in $((SECONDS - deb_start)) s"
 # The test suites.
 export MYSQLTRACE_REQUIRE_PRIV=1

@@ -58,10 +58,15 @@ Bytes frame(uint8_t seq, const Bytes &inner, bool store = false) {
     return out;
 }
 
+Bytes bytes(const Payload &p) {
+    return Bytes(p.begin(), p.end());
+}
+
 std::vector<Packet> drain(PacketStream &s) {
     std::vector<Packet> out;
     Packet p;
     while (s.next(p)) {
+        p.payload.own();  // kept past the stream's next use
         out.push_back(std::move(p));
     }
     return out;
@@ -71,6 +76,65 @@ void feed(PacketStream &s, const Bytes &b, uint64_t ts = 1) {
     s.feed(b.data(), b.size(), b.size(), ts);
 }
 
+TEST(PacketStream, ReadsAPacketWholeInOneChunkInPlace) {
+    PacketStream s;
+    Bytes in = cat({packet(0, text("\x03select 1")), packet(1, text("ab"))});
+    s.feed_borrowed(in.data(), in.size(), in.size(), 1);
+    Packet p;
+    ASSERT_TRUE(s.next(p));
+    EXPECT_TRUE(p.payload.borrowed());
+    EXPECT_EQ(p.payload.data(), in.data() + 4);
+    EXPECT_EQ(bytes(p.payload), text("\x03select 1"));
+    EXPECT_EQ(p.wire_bytes, 13u);
+    // A copy owns its bytes; own() copies them in place.
+    Packet copy = p;
+    EXPECT_FALSE(copy.payload.borrowed());
+    EXPECT_EQ(bytes(copy.payload), text("\x03select 1"));
+    p.payload.own();
+    EXPECT_FALSE(p.payload.borrowed());
+    in[4] = 'X';
+    EXPECT_EQ(bytes(p.payload), text("\x03select 1"));
+    EXPECT_EQ(bytes(copy.payload), text("\x03select 1"));
+    ASSERT_TRUE(s.next(p));
+    EXPECT_EQ(p.payload.data(), in.data() + 17);
+    EXPECT_EQ(p.seq, 1u);
+    s.keep_pending();
+    EXPECT_FALSE(s.next(p));
+    EXPECT_TRUE(p.payload.empty());
+}
+
+TEST(PacketStream, ReadsInPlaceUpToTheKeepLimit) {
+    PacketStream s(4);
+    Bytes in = packet(0, text("\x03select 1"));
+    s.feed_borrowed(in.data(), in.size(), in.size(), 1);
+    Packet p;
+    ASSERT_TRUE(s.next(p));
+    EXPECT_TRUE(p.payload.borrowed());
+    EXPECT_EQ(p.length, 9u);
+    EXPECT_EQ(bytes(p.payload), text("\x03sel"));
+    EXPECT_TRUE(p.truncated());
+}
+
+TEST(PacketStream, AssemblesAPacketSplitAcrossChunks) {
+    // The first chunk is gone before the packet completes: its bytes are
+    // copied, and the packet is read from a buffer of its own.
+    PacketStream s;
+    Bytes in = packet(0, text("\x03select 1"));
+    Bytes first(in.begin(), in.begin() + 7);
+    Bytes second(in.begin() + 7, in.end());
+    s.feed_borrowed(first.data(), first.size(), first.size(), 1);
+    Packet p;
+    EXPECT_FALSE(s.next(p));
+    s.keep_pending();
+    std::fill(first.begin(), first.end(), 0);
+    s.feed_borrowed(second.data(), second.size(), second.size(), 2);
+    ASSERT_TRUE(s.next(p));
+    EXPECT_FALSE(p.payload.borrowed());
+    EXPECT_EQ(bytes(p.payload), text("\x03select 1"));
+    EXPECT_EQ(p.ts_first_ns, 1u);
+    EXPECT_EQ(p.ts_last_ns, 2u);
+}
+
 TEST(PacketStream, SplitsPacketsOfOneChunk) {
     PacketStream s;
     feed(s, cat({packet(0, text("\x03select 1")), packet(1, text("ab")), packet(2, {})}), 7);
@@ -78,11 +142,11 @@ TEST(PacketStream, SplitsPacketsOfOneChunk) {
     ASSERT_EQ(ps.size(), 3u);
     EXPECT_EQ(ps[0].length, 9u);
     EXPECT_EQ(ps[0].seq, 0);
-    EXPECT_EQ(ps[0].payload, text("\x03select 1"));
+    EXPECT_EQ(bytes(ps[0].payload), text("\x03select 1"));
     EXPECT_EQ(ps[0].wire_bytes, 13u);
     EXPECT_EQ(ps[0].ts_first_ns, 7u);
     EXPECT_EQ(ps[1].seq, 1);
-    EXPECT_EQ(ps[1].payload, text("ab"));
+    EXPECT_EQ(bytes(ps[1].payload), text("ab"));
     EXPECT_EQ(ps[2].length, 0u);
     EXPECT_EQ(ps[2].seq, 2);
     EXPECT_FALSE(ps[0].truncated());
@@ -99,10 +163,10 @@ TEST(PacketStream, ReassemblesAcrossByteSizedChunks) {
         ps.insert(ps.end(), got.begin(), got.end());
     }
     ASSERT_EQ(ps.size(), 2u);
-    EXPECT_EQ(ps[0].payload, text("hello"));
+    EXPECT_EQ(bytes(ps[0].payload), text("hello"));
     EXPECT_EQ(ps[0].ts_first_ns, 100u);
     EXPECT_EQ(ps[0].ts_last_ns, 108u);
-    EXPECT_EQ(ps[1].payload, text("world!"));
+    EXPECT_EQ(bytes(ps[1].payload), text("world!"));
 }
 
 TEST(PacketStream, JoinsContinuationPacketsBeyond16MiB) {
@@ -143,7 +207,7 @@ TEST(PacketStream, ExactMultipleOf16MiBEndsWithEmptyPacket) {
     EXPECT_EQ(ps[0].length, kMax);
     EXPECT_EQ(ps[0].physical_packets, 2u);
     EXPECT_EQ(ps[0].seq, 5);
-    EXPECT_EQ(ps[1].payload, text("next"));
+    EXPECT_EQ(bytes(ps[1].payload), text("next"));
 }
 
 TEST(PacketStream, GapInsidePayloadKeepsSyncAndMarksPacket) {
@@ -158,8 +222,8 @@ TEST(PacketStream, GapInsidePayloadKeepsSyncAndMarksPacket) {
     EXPECT_TRUE(ps[0].gap);
     EXPECT_TRUE(ps[0].truncated());
     EXPECT_EQ(ps[0].length, p1.size() - 4);
-    EXPECT_EQ(ps[0].payload, text("\x03SELECT "));
-    EXPECT_EQ(ps[1].payload, text("after"));
+    EXPECT_EQ(bytes(ps[0].payload), text("\x03SELECT "));
+    EXPECT_EQ(bytes(ps[1].payload), text("after"));
     EXPECT_TRUE(s.synced());
     EXPECT_EQ(s.stats().gap_bytes, p1.size() - 12);
 }
@@ -171,7 +235,7 @@ TEST(PacketStream, GapOverAHeaderStopsUntilResync) {
     s.feed(wire.data(), 9, wire.size(), 1);
     auto ps = drain(s);
     ASSERT_EQ(ps.size(), 1u);
-    EXPECT_EQ(ps[0].payload, text("one"));
+    EXPECT_EQ(bytes(ps[0].payload), text("one"));
     EXPECT_FALSE(s.synced());
     // Never resynchronises by itself, whatever comes next.
     feed(s, packet(0, text("ignored")));
@@ -181,7 +245,7 @@ TEST(PacketStream, GapOverAHeaderStopsUntilResync) {
     feed(s, packet(0, text("fresh")));
     ps = drain(s);
     ASSERT_EQ(ps.size(), 1u);
-    EXPECT_EQ(ps[0].payload, text("fresh"));
+    EXPECT_EQ(bytes(ps[0].payload), text("fresh"));
 }
 
 TEST(PacketStream, GapEndingExactlyAtPacketEndKeepsSync) {
@@ -191,9 +255,9 @@ TEST(PacketStream, GapEndingExactlyAtPacketEndKeepsSync) {
     feed(s, packet(1, text("ok")));
     auto ps = drain(s);
     ASSERT_EQ(ps.size(), 2u);
-    EXPECT_EQ(ps[0].payload, text("01"));
+    EXPECT_EQ(bytes(ps[0].payload), text("01"));
     EXPECT_TRUE(ps[0].gap);
-    EXPECT_EQ(ps[1].payload, text("ok"));
+    EXPECT_EQ(bytes(ps[1].payload), text("ok"));
     EXPECT_TRUE(s.synced());
 }
 
@@ -257,9 +321,9 @@ TEST(PacketStream, DecompressesFramesHoldingSeveralPackets) {
     feed(s, frame(0, inner));
     auto ps = drain(s);
     ASSERT_EQ(ps.size(), 3u);
-    EXPECT_EQ(ps[0].payload, Bytes(300, 'a'));
-    EXPECT_EQ(ps[1].payload, text("bb"));
-    EXPECT_EQ(ps[2].payload, Bytes(100, 'c'));
+    EXPECT_EQ(bytes(ps[0].payload), Bytes(300, 'a'));
+    EXPECT_EQ(bytes(ps[1].payload), text("bb"));
+    EXPECT_EQ(bytes(ps[2].payload), Bytes(100, 'c'));
     EXPECT_EQ(s.stats().frames, 1u);
     EXPECT_EQ(s.stats().inflate_errors, 0u);
 }
@@ -276,7 +340,7 @@ TEST(PacketStream, PacketMaySpanCompressedFramesAndStoredFrames) {
     }
     auto ps = drain(s);
     ASSERT_EQ(ps.size(), 1u);
-    EXPECT_EQ(ps[0].payload, text("\x03SELECT 'spans two frames'"));
+    EXPECT_EQ(bytes(ps[0].payload), text("\x03SELECT 'spans two frames'"));
     EXPECT_EQ(s.stats().frames, 2u);
 }
 
@@ -292,7 +356,7 @@ TEST(PacketStream, CompressionSwitchesExactlyAfterTheReturnedPacket) {
     EXPECT_EQ(p.length, 7u);
     s.set_compressed(true);
     ASSERT_TRUE(s.next(p));
-    EXPECT_EQ(p.payload, text("row"));
+    EXPECT_EQ(bytes(p.payload), text("row"));
     EXPECT_FALSE(s.next(p));
 }
 
@@ -316,7 +380,7 @@ TEST(PacketStream, GapInsideCompressedFrameBecomesInnerGap) {
     EXPECT_TRUE(ps[0].truncated());
     EXPECT_LT(ps[0].payload.size(), big.size());
     EXPECT_TRUE(std::equal(ps[0].payload.begin(), ps[0].payload.end(), big.begin()));
-    EXPECT_EQ(ps[1].payload, text("next"));
+    EXPECT_EQ(bytes(ps[1].payload), text("next"));
     EXPECT_TRUE(s.synced());
 }
 
@@ -346,7 +410,7 @@ TEST(PacketStream, DesyncDropsInputUntilResync) {
     feed(s, packet(0, text("kept")));
     auto ps = drain(s);
     ASSERT_EQ(ps.size(), 1u);
-    EXPECT_EQ(ps[0].payload, text("kept"));
+    EXPECT_EQ(bytes(ps[0].payload), text("kept"));
 }
 
 }  // namespace

@@ -141,7 +141,7 @@ void PacketStream::InflaterDone::operator()(Inflater *inf) const noexcept {
 PacketStream::PacketStream(size_t max_keep) : max_keep_(max_keep) {}
 PacketStream::~PacketStream() {
     give_buffer(spare_);
-    give_buffer(cur_.payload);
+    give_buffer(cur_.payload.buffer());
 }
 PacketStream::PacketStream(PacketStream &&) noexcept = default;
 PacketStream &PacketStream::operator=(PacketStream &&) noexcept = default;
@@ -189,20 +189,24 @@ size_t PacketStream::pending_bytes() const {
 }
 
 void PacketStream::recycle(Packet &p) {
-    if (p.payload.capacity() == 0) {
+    p.payload.reset();
+    std::vector<uint8_t> &buf = p.payload.buffer();
+    if (buf.capacity() == 0) {
         return;
     }
     // Big buffers are not kept: a stream holds at most a few KiB spare.
-    if (p.payload.capacity() > spare_.capacity() && p.payload.capacity() <= kBufferMax) {
-        spare_.swap(p.payload);
-        if (p.payload.capacity() == 0) {
+    if (buf.capacity() > spare_.capacity() && buf.capacity() <= kBufferMax) {
+        spare_.swap(buf);
+        if (buf.capacity() == 0) {
             return;  // spare_ had none: the usual case, nothing to give back
         }
     }
-    give_buffer(p.payload);
+    give_buffer(buf);
 }
 
 bool PacketStream::next(Packet &out) {
+    // Its bytes may be read in place in a chunk about to be dropped.
+    out.payload.reset();
     while (true) {
         if (!ready_.empty()) {
             recycle(out);
@@ -314,6 +318,7 @@ void PacketStream::lose_sync(uint64_t skipped, uint64_t at) {
         // (and so its length) is unknown.
         cur_.gap = true;
         cur_.length_known = false;
+        cur_.payload.use_buffer();
         ready_.push_back(std::move(cur_));
     }
     // Input still queued is counted as skipped by next(); it must not be
@@ -348,16 +353,32 @@ size_t PacketStream::consume(const uint8_t *p, size_t n, uint64_t ts_ns) {
                 hdr = hdr_;
             }
             uint32_t len = le24(hdr);
+            if (!building_ && deliver_ != nullptr && len != kMaxPacketPayload && n - i >= len) {
+                // The whole packet is in this chunk, which outlives the
+                // caller's look at it: read in place, not copied.
+                cur_.length = len;
+                cur_.seq = hdr[3];
+                cur_.physical_packets = 1;
+                cur_.payload.borrow(p + i, std::min<size_t>(len, max_keep_));
+                cur_.gap = false;
+                cur_.length_known = true;
+                cur_.ts_first_ns = hdr_ts_ns_;
+                cur_.wire_bytes = 4 + static_cast<uint64_t>(len);
+                i += len;
+                finish_packet(ts_ns);
+                return i;
+            }
             if (!building_) {
                 // Every field set here: cur_ was moved out by finish_packet()
                 // (its payload is empty) or reset.
                 cur_.length = 0;
                 cur_.seq = hdr[3];
                 cur_.physical_packets = 0;
-                cur_.payload.swap(spare_);
-                cur_.payload.clear();
-                if (cur_.payload.capacity() == 0) {
-                    take_buffer(cur_.payload);
+                std::vector<uint8_t> &buf = cur_.payload.buffer();
+                buf.swap(spare_);
+                buf.clear();
+                if (buf.capacity() == 0) {
+                    take_buffer(buf);
                 }
                 cur_.gap = false;
                 cur_.length_known = true;
@@ -383,9 +404,10 @@ size_t PacketStream::consume(const uint8_t *p, size_t n, uint64_t ts_ns) {
             continue;
         }
         size_t take = std::min<size_t>(n - i, remaining_);
-        if (!hole_ && cur_.payload.size() < max_keep_) {
-            size_t keep = std::min(take, max_keep_ - cur_.payload.size());
-            cur_.payload.insert(cur_.payload.end(), p + i, p + i + keep);
+        std::vector<uint8_t> &buf = cur_.payload.buffer();
+        if (!hole_ && buf.size() < max_keep_) {
+            size_t keep = std::min(take, max_keep_ - buf.size());
+            buf.insert(buf.end(), p + i, p + i + keep);
         }
         i += take;
         remaining_ -= static_cast<uint32_t>(take);
@@ -403,6 +425,9 @@ size_t PacketStream::consume(const uint8_t *p, size_t n, uint64_t ts_ns) {
 
 void PacketStream::finish_packet(uint64_t ts_ns) {
     cur_.ts_last_ns = ts_ns;
+    if (building_) {
+        cur_.payload.use_buffer();  // not read in place
+    }
     if (deliver_ != nullptr) {
         recycle(*deliver_);
         *deliver_ = std::move(cur_);

@@ -39,16 +39,88 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
 namespace mysqltrace::protocol {
 
+// A packet's kept payload bytes. A packet that lies whole in one chunk of
+// uncompressed input (nearly every packet) is read in place, in the bytes
+// the stream was fed: those stay valid until the stream is used again
+// (next(), feed(), keep_pending(), desync()), and own() copies them for a
+// caller that keeps the packet longer. Packets that span chunks, continue
+// past 16 MiB or come out of a compressed frame are assembled in a buffer
+// of the payload's own. A copy owns its bytes; a move keeps them in place.
+class Payload {
+  public:
+    Payload() = default;
+    Payload(const Payload &o) : buf_(o.begin(), o.end()) { use_buffer(); }
+    Payload &operator=(const Payload &o) {
+        if (this != &o) {
+            buf_.assign(o.begin(), o.end());
+            use_buffer();
+        }
+        return *this;
+    }
+    Payload(Payload &&o) noexcept : data_(o.data_), size_(o.size_), buf_(std::move(o.buf_)) {
+        o.reset();
+    }
+    Payload &operator=(Payload &&o) noexcept {
+        if (this != &o) {
+            data_ = o.data_;
+            size_ = o.size_;
+            buf_ = std::move(o.buf_);
+            o.reset();
+        }
+        return *this;
+    }
+
+    const uint8_t *data() const { return data_; }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    uint8_t operator[](size_t i) const { return data_[i]; }
+    const uint8_t *begin() const { return data_; }
+    const uint8_t *end() const { return data_ + size_; }
+    operator std::span<const uint8_t>() const { return {data_, size_}; }
+
+    // The bytes are read in place, not in the payload's buffer.
+    bool borrowed() const { return size_ > 0 && data_ != buf_.data(); }
+    // Copies bytes read in place into the payload's buffer.
+    void own() {
+        if (borrowed()) {
+            buf_.assign(data_, data_ + size_);
+            use_buffer();
+        }
+    }
+
+    // For the stream that assembles it.
+    void borrow(const uint8_t *p, size_t n) {
+        data_ = p;
+        size_ = n;
+    }
+    std::vector<uint8_t> &buffer() { return buf_; }
+    void use_buffer() {
+        data_ = buf_.data();
+        size_ = buf_.size();
+    }
+    // No bytes; the buffer is kept.
+    void reset() {
+        data_ = nullptr;
+        size_ = 0;
+    }
+
+  private:
+    const uint8_t *data_ = nullptr;
+    size_t size_ = 0;
+    std::vector<uint8_t> buf_;
+};
+
 struct Packet {
     uint64_t length = 0;            // true payload length of the logical packet
     uint8_t seq = 0;                // sequence id of its first physical packet
     uint32_t physical_packets = 0;  // > 1 for packets of 16 MiB and more
-    std::vector<uint8_t> payload;   // the payload's first bytes, up to the keep cap
+    Payload payload;                // the payload's first bytes, up to the keep cap
     bool gap = false;               // the capture lost bytes of this packet
     bool length_known = true;       // false if sync was lost inside a continuation chain
     uint64_t ts_first_ns = 0;       // chunk holding its first header byte
@@ -119,7 +191,9 @@ class PacketStream {
     void keep_pending();
 
     // Parses just enough pending input to return the next complete packet.
-    // out's payload buffer is kept for a later packet.
+    // What out held is gone (its payload buffer is kept for a later
+    // packet), also when it returns false. out's payload may be read in
+    // place (see Payload).
     bool next(Packet &out);
     // Takes a packet's payload buffer for a later packet.
     void recycle(Packet &p);

@@ -256,6 +256,7 @@ bool ConnectionTracer::take_cut_upload(Packet &p, Source src, const Ctx &ctx) {
     u.ts_last_ns = ctx.ts_ns;
     u.pid = ctx.pid;
     u.tid = ctx.tid;
+    p.payload.own();  // kept past the chunk it came in
     u.packet = std::move(p);
     cut_upload_ = std::move(u);
     return true;

@@ -199,6 +199,11 @@ std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
                                       std::vector<ColumnType> *param_types,
                                       const std::vector<bool> *long_data, size_t max_value,
                                       bool param_values = true);
+// The same into c, which keeps the room of an earlier command's parameter
+// list (every field is set anew); false where nullopt would be returned.
+bool decode_command(Command &c, Bytes payload, uint64_t capabilities,
+                    std::optional<uint16_t> param_count, std::vector<ColumnType> *param_types,
+                    const std::vector<bool> *long_data, size_t max_value, bool param_values = true);
 
 // For a connection whose handshake was not seen: does this COM_QUERY payload
 // start with MySQL 8's query attribute block (CLIENT_QUERY_ATTRIBUTES)?

@@ -119,8 +119,10 @@ bool decode_params(ByteReader &r, uint64_t count, bool with_names,
     if (!r.ok()) {
         return false;
     }
-    // The types sent now, or those an earlier execute bound (no copy of them).
-    std::vector<ColumnType> sent;
+    // The types sent now, or those an earlier execute bound (no copy of
+    // them). The thread's scratch list: no allocation per execute.
+    thread_local std::vector<ColumnType> sent;
+    sent.clear();
     const std::vector<ColumnType> *types = &sent;
     std::vector<std::string> type_names;
     if (new_bound) {
@@ -254,15 +256,18 @@ std::optional<bool> infer_query_attributes(Bytes payload) {
     return std::nullopt;
 }
 
-std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
-                                      std::optional<uint16_t> param_count,
-                                      std::vector<ColumnType> *param_types,
-                                      const std::vector<bool> *long_data, size_t max_value,
-                                      bool param_values) {
+bool decode_command(Command &c, Bytes payload, uint64_t capabilities,
+                    std::optional<uint16_t> param_count, std::vector<ColumnType> *param_types,
+                    const std::vector<bool> *long_data, size_t max_value, bool param_values) {
+    // c back to a new command's defaults, but for the room of its parameter
+    // list: the executes of a prepared statement then allocate none.
+    std::vector<std::string> params = std::move(c.params);
+    params.clear();
+    c = Command{};
+    c.params = std::move(params);
     if (payload.empty()) {
-        return std::nullopt;
+        return false;
     }
-    Command c;
     c.code = payload[0];
     c.name = mysql::command_name_view(c.code);
     ByteReader r(payload.subspan(1));
@@ -272,7 +277,7 @@ std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
                 !decode_query_attributes(r, max_value, c.attributes)) {
                 c.attributes.clear();
                 c.attributes_undecodable = true;
-                return c;
+                return true;
             }
             c.sql = r.rest_str();
             break;
@@ -409,6 +414,19 @@ std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
         }
         default:
             break;
+    }
+    return true;
+}
+
+std::optional<Command> decode_command(Bytes payload, uint64_t capabilities,
+                                      std::optional<uint16_t> param_count,
+                                      std::vector<ColumnType> *param_types,
+                                      const std::vector<bool> *long_data, size_t max_value,
+                                      bool param_values) {
+    Command c;
+    if (!decode_command(c, payload, capabilities, param_count, param_types, long_data, max_value,
+                        param_values)) {
+        return std::nullopt;
     }
     return c;
 }

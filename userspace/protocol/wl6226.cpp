@@ -583,10 +583,20 @@ void ConnectionTracer::complete_head(CommandResult result, uint64_t ts_ns) {
     if (on_summary_) {
         on_summary_(h->summary);
     }
+    keep_sql_room(h->summary);
     commands_.pop_front();
     change_user_auth_ = false;
     if (!commands_.empty()) {
         activate_head();
+    }
+}
+
+void ConnectionTracer::keep_sql_room(CommandSummary &sum) {
+    // Not the room of a long statement, for good.
+    constexpr size_t kKeepBytes = 4096;
+    if (sum.sql && sum.sql->capacity() > spare_sql_.capacity() &&
+        sum.sql->capacity() <= kKeepBytes) {
+        spare_sql_ = std::move(*sum.sql);
     }
 }
 
@@ -598,6 +608,7 @@ void ConnectionTracer::flush_commands(CommandResult result, uint64_t ts_ns) {
         if (on_summary_) {
             on_summary_(h.summary);
         }
+        keep_sql_room(h.summary);
         commands_.pop_front();
     }
     in_prepare_ = false;

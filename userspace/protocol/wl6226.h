@@ -222,6 +222,8 @@ class ConnectionTracer {
     void activate_head();
     void complete_head(CommandResult result, uint64_t ts_ns);
     void flush_commands(CommandResult result, uint64_t ts_ns);
+    // Keeps the room of a summary's text (done with) for a later execute's.
+    void keep_sql_room(CommandSummary &sum);
     void lose_sync();
     void resync_at_command(CommandFraming framing, Source src, const Ctx &ctx);
     // A stream stopped framing packets: lose only its direction when the
@@ -291,6 +293,10 @@ class ConnectionTracer {
     // each command would allocate one. A pointer to the head stays valid
     // until the next command is queued.
     Fifo<PendingCommand> commands_;
+    // The command packet being read (handle_command), kept for the room of
+    // its parameter list.
+    Command command_;
+    std::string spare_sql_;  // see keep_sql_room
     uint64_t col_remaining_ = 0;
     uint64_t param_remaining_ = 0;
     uint16_t prep_columns_ = 0;

@@ -271,9 +271,9 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
         }
     }
     // Without event contents nothing shows an execute's parameter values.
-    auto cmd = decode_command(p.payload, command_caps(p), param_count, param_types, long_data,
-                              options_.max_value_len, options_.event_contents);
-    if (!cmd) {
+    Command *cmd = &command_;
+    if (!decode_command(*cmd, p.payload, command_caps(p), param_count, param_types, long_data,
+                        options_.max_value_len, options_.event_contents)) {
         ProtocolEvent &ev =
             packet_event(TraceEvent::packet_sent, Stage::ready_for_command, p, ctx, p.ts_last_ns);
         add_line(ev, p.length == 0 ? "empty packet where a command was expected"
@@ -339,7 +339,11 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
         describe_command(ev, *cmd, p, stmt);
     }
     if (stmt != nullptr && !sql) {
-        sum.sql = stmt->sql;
+        if (stmt->sql) {
+            // In the room of an earlier summary's text: an execute allocates
+            // nothing for it.
+            sum.sql.emplace(std::move(spare_sql_)).assign(*stmt->sql);
+        }
         sum.sql_bytes = stmt->sql_bytes;
     } else {
         sum.sql = std::move(sql);

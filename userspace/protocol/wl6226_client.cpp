@@ -332,13 +332,9 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
     ev.command = cmd->code;
     ev.sql_bytes = sql_bytes;
     ev.statement_id = cmd->statement_id;
-    if (options_.event_contents) {
-        ev.sql = sql;
-        ev.command_name = cmd->name;
-        ev.query_attributes = cmd->attributes;
-        describe_command(ev, *cmd, p, stmt);
-    }
-    if (stmt != nullptr && !sql) {
+    // An execute's summary shows its prepared statement's text.
+    const bool prepared_text = stmt != nullptr && !sql;
+    if (prepared_text) {
         if (stmt->sql) {
             // In the room of an earlier summary's text: an execute allocates
             // nothing for it.
@@ -346,8 +342,13 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
         }
         sum.sql_bytes = stmt->sql_bytes;
     } else {
-        sum.sql = std::move(sql);
         sum.sql_bytes = sql_bytes;
+    }
+    if (options_.event_contents) {
+        ev.sql = std::move(sql);  // the summary's once the event is out
+        ev.command_name = cmd->name;
+        ev.query_attributes = cmd->attributes;
+        describe_command(ev, *cmd, p, stmt);
     }
     attach_packet(ev, p, secret);
 
@@ -361,6 +362,10 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
         emit(ap);
     }
     emit(ev);
+    if (!prepared_text) {
+        // Not copied for the event: moved on from it.
+        sum.sql = options_.event_contents ? std::move(ev.sql) : std::move(sql);
+    }
     ProtocolEvent &sent =
         packet_event(TraceEvent::packet_sent, Stage::ready_for_command, p, ctx, p.ts_last_ns);
     sent.command = cmd->code;

@@ -38,6 +38,9 @@ void check(bool ok) {
     }
 }
 
+// Payload bytes read, so that the reads are not optimised away.
+volatile unsigned payload_sink = 0;
+
 struct Reader {
     const uint8_t *p;
     size_t n;
@@ -187,6 +190,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         while (raw.next(p)) {
             check(p.payload.size() <= 64);
             check(p.payload.size() <= p.length || !p.length_known);
+            if (!p.payload.empty()) {
+                // Read where the payload points (ASan checks it is live).
+                payload_sink = payload_sink + p.payload[0] + p.payload[p.payload.size() - 1];
+            }
         }
         if (!raw.synced()) {
             raw.resync();

@@ -191,8 +191,8 @@ class PacketStream {
     void keep_pending();
 
     // Parses just enough pending input to return the next complete packet.
-    // What out held is gone (its payload buffer is kept for a later
-    // packet), also when it returns false. out's payload may be read in
+    // out's payload is emptied first, also when it returns false (its
+    // buffer is kept for a later packet); a packet returned may be read in
     // place (see Payload).
     bool next(Packet &out);
     // Takes a packet's payload buffer for a later packet.

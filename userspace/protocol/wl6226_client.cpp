@@ -391,6 +391,7 @@ void ConnectionTracer::handle_command(Packet &p, const Ctx &ctx) {
         if (on_summary_) {
             on_summary_(sum);
         }
+        keep_sql_room(sum);
         return;
     }
     commands_.push_back(std::move(pc));

@@ -68,8 +68,9 @@ class ClientTrace : public ::testing::TestWithParam<ServerFlavour> {
     }
     // Runs the steps, checks every answer and the trace against `expected`.
     void check(const std::string &expected, const std::vector<std::string> &client,
-               const std::vector<Step> &steps, std::vector<std::string> tracer_args = {}) {
-        auto s = run_traced(client, steps, tracer_args, out_);
+               const std::vector<Step> &steps, std::vector<std::string> tracer_args = {},
+               const std::vector<std::string> &tracer_prefix = {}) {
+        auto s = run_traced(client, steps, tracer_args, out_, tracer_prefix);
         ASSERT_EQ(s.answers.size(), steps.size());
         for (size_t i = 0; i < steps.size(); i++) {
             EXPECT_EQ(s.answers[i], steps[i].answer) << steps[i].command;
@@ -418,17 +419,27 @@ TEST_P(ClientTrace, SysbenchAttachedMidRunWhileProbesAttachSlowly) {
 class ClientTraceTls : public ClientTrace {
   protected:
     bool tls() const override { return true; }
+    std::vector<Step> gnutls_steps() const {
+        return {{"connect", "ok"},
+                // MySQL 9 has no have_ssl any more.
+                {mysql() ? "query select 'secret' as word, @@tls_version"
+                         : "query select 'secret' as word, @@have_ssl",
+                 "ok 1 1"},
+                {"query show status like 'Ssl_version'", "ok 1 1"},
+                {"quit", "ok"}};
+    }
 };
 
 TEST_P(ClientTraceTls, CGnutls) {
-    check("c_tls_gnutls", c_client_tcp({"--ssl"}),
-          {{"connect", "ok"},
-           // MySQL 9 has no have_ssl any more.
-           {mysql() ? "query select 'secret' as word, @@tls_version"
-                    : "query select 'secret' as word, @@have_ssl",
-            "ok 1 1"},
-           {"query show status like 'Ssl_version'", "ok 1 1"},
-           {"quit", "ok"}});
+    check("c_tls_gnutls", c_client_tcp({"--ssl"}), gnutls_steps());
+}
+
+// Before Linux 6.6 the TLS probes go on a perf link each instead of one
+// uprobe_multi link per library (MYSQLTRACE_NO_UPROBE_MULTI=1 takes that
+// path here): the same trace.
+TEST_P(ClientTraceTls, CGnutlsPerUprobeLinks) {
+    check("c_tls_gnutls", c_client_tcp({"--ssl"}), gnutls_steps(), {},
+          {"/usr/bin/env", "MYSQLTRACE_NO_UPROBE_MULTI=1"});
 }
 
 TEST_P(ClientTraceTls, MariadbCliOpenssl) {

@@ -2,9 +2,13 @@
 #include "bpf/uprobe_multi.h"
 
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include <bpf/libbpf.h>
 
@@ -31,6 +35,19 @@ struct UprobeMultiLinkAttr {
 };
 
 }  // namespace
+
+bool uprobe_multi_supported() {
+    const char *off = std::getenv("MYSQLTRACE_NO_UPROBE_MULTI");
+    if (off != nullptr && std::strcmp(off, "1") == 0) {
+        return false;
+    }
+    utsname u{};
+    int major = 0, minor = 0;
+    if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2) {
+        return false;
+    }
+    return major > 6 || (major == 6 && minor >= 6);
+}
 
 void prepare_uprobe_multi(bpf_program *prog) {
     bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kTraceUprobeMulti));

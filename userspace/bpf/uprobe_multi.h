@@ -22,6 +22,11 @@ namespace mysqltrace::bpf {
 
 inline constexpr uint32_t kTraceUprobeMulti = 48;  // BPF_TRACE_UPROBE_MULTI
 
+// Whether this kernel has uprobe_multi links (Linux 6.6 or later), unless
+// MYSQLTRACE_NO_UPROBE_MULTI=1 is in the environment: the tests use it to
+// cover the per-uprobe links a tracer falls back to on older kernels.
+bool uprobe_multi_supported();
+
 // A program attached through attach_uprobe_multi() must be loaded with this
 // expected attach type: call between the skeleton's open and load.
 void prepare_uprobe_multi(bpf_program *prog);

@@ -5,11 +5,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <system_error>
 #include <thread>
 
 #include <bpf/bpf.h>
 
 #include "bpf/tracefs.h"
+#include "bpf/uprobe_multi.h"
 #include "client.skel.h"
 #include "client/go_tls.h"
 #include "client/java_agent.h"
@@ -69,6 +72,17 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
             }
         }
         c->skel_->rodata->go_tls = go_funcs.empty() ? 0 : 1;
+        // One link for all the TLS probes of a program in a file: a perf
+        // link per probe waits out RCU grace periods as it detaches, one
+        // probe after another (~0.1 s each), when the trace ends.
+        c->multi_ = bpf::uprobe_multi_supported();
+        if (c->multi_) {
+            for (bpf_program *prog :
+                 {c->skel_->progs.client_tls_enter, c->skel_->progs.client_tls_exit,
+                  c->skel_->progs.client_go_tls_enter, c->skel_->progs.client_go_tls_ret}) {
+                bpf::prepare_uprobe_multi(prog);
+            }
+        }
     }
     // The syscall probes: the per-syscall tracepoints (section
     // "tracepoint/syscalls/..."), attached here by id, the exit ones
@@ -126,10 +140,8 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
                 return r.error();
             }
         }
-        for (const auto &f : go_funcs) {
-            if (auto r = c->attach_go_tls(f); !r) {
-                return r.error();
-            }
+        if (auto r = c->attach_go_tls(go_funcs); !r) {
+            return r.error();
         }
         for (pid_t pid : opts.pids) {
             if (auto r = c->attach_java(pid, opts.java_agent); !r) {
@@ -142,57 +154,115 @@ Result<std::unique_ptr<SocketCapture>> SocketCapture::attach(const CaptureOption
     return c;
 }
 
+Result<void> SocketCapture::attach_uprobes(bpf_program *prog, pid_t pid, const std::string &path,
+                                           const std::vector<uint64_t> &offsets,
+                                           const std::vector<uint64_t> &cookies, bool retprobe,
+                                           const std::string &what) {
+    if (multi_) {
+        auto l = bpf::attach_uprobe_multi(prog, pid, path, offsets, cookies, retprobe);
+        if (!l) {
+            return l.error();
+        }
+        multi_links_.push_back(std::move(l).value());
+        return {};
+    }
+    for (size_t i = 0; i < offsets.size(); i++) {
+        bpf_uprobe_opts o{};
+        o.sz = sizeof(o);
+        o.retprobe = retprobe;
+        o.bpf_cookie = cookies[i];
+        bpf_link *l = bpf_program__attach_uprobe_opts(prog, pid, path.c_str(), offsets[i], &o);
+        if (l == nullptr) {
+            return make_error(errno, "cannot attach a uprobe to " + what + " in " + path);
+        }
+        links_.emplace_back(l);
+    }
+    return {};
+}
+
+namespace {
+
+// The probes of one file: offsets, their cookies, the functions' names.
+struct FileProbes {
+    std::string path;
+    std::vector<uint64_t> offsets, cookies;
+    std::string names;  // "SSL_read, SSL_write", for an error
+    std::string last;
+    void add(uint64_t offset, uint64_t cookie, const std::string &name) {
+        offsets.push_back(offset);
+        cookies.push_back(cookie);
+        if (name != last) {
+            names += (names.empty() ? "" : ", ") + name;
+            last = name;
+        }
+    }
+};
+
+FileProbes &file_probes(std::vector<FileProbes> &files, const std::string &path) {
+    for (auto &f : files) {
+        if (f.path == path) {
+            return f;
+        }
+    }
+    return files.emplace_back(FileProbes{path, {}, {}, {}, {}});
+}
+
+}  // namespace
+
 Result<void> SocketCapture::attach_tls(pid_t pid) {
     auto funcs = find_tls_functions(pid);
     if (!funcs) {
         return funcs.error();
     }
+    std::vector<FileProbes> files;
     for (const auto &f : *funcs) {
-        for (bool ret : {false, true}) {
-            bpf_uprobe_opts o{};
-            o.sz = sizeof(o);
-            o.retprobe = ret;
-            o.bpf_cookie = f.func;
-            bpf_program *prog = ret ? skel_->progs.client_tls_exit : skel_->progs.client_tls_enter;
-            bpf_link *l =
-                bpf_program__attach_uprobe_opts(prog, pid, f.path.c_str(), f.site.offset, &o);
-            if (l == nullptr) {
-                return make_error(errno, "cannot attach a uprobe to " + f.symbol + " in " + f.path);
-            }
-            links_.emplace_back(l);
-        }
+        file_probes(files, f.path).add(f.site.offset, f.func, f.symbol);
         tls_probes_.push_back(f.symbol + " in " + f.path + " on `" + f.site.instruction + "` (" +
                               elf::probe_cost_name(f.site.cost) + ")");
+    }
+    for (const auto &file : files) {
+        for (bool ret : {false, true}) {
+            bpf_program *prog = ret ? skel_->progs.client_tls_exit : skel_->progs.client_tls_enter;
+            if (auto r = attach_uprobes(prog, pid, file.path, file.offsets, file.cookies, ret,
+                                        file.names);
+                !r) {
+                return r;
+            }
+        }
     }
     return {};
 }
 
-Result<void> SocketCapture::attach_go_tls(const GoTlsFunction &f) {
+Result<void> SocketCapture::attach_go_tls(const std::vector<GoTlsFunction> &funcs) {
     // For the traced process only: other processes running the same
-    // executable would pay for the single-stepped probes too.
-    auto attach_one = [&](bpf_program *prog, uint64_t offset) -> Result<void> {
-        bpf_uprobe_opts o{};
-        o.sz = sizeof(o);
-        o.bpf_cookie = f.func;
-        bpf_link *l = bpf_program__attach_uprobe_opts(prog, f.pid, f.path.c_str(), offset, &o);
-        if (l == nullptr) {
-            return make_error(errno, "cannot attach a uprobe to " + f.symbol + " in " + f.path);
+    // executable would pay for the single-stepped probes too. The returns
+    // are plain uprobes on the RET instructions (bpf/client_go.bpf.h).
+    std::map<pid_t, std::pair<std::vector<FileProbes>, std::vector<FileProbes>>> by_pid;
+    for (const auto &f : funcs) {
+        auto &[entries, returns] = by_pid[f.pid];
+        file_probes(entries, f.path).add(f.entry.offset, f.func, f.symbol);
+        for (const auto &ret : f.returns) {
+            file_probes(returns, f.path).add(ret.offset, f.func, f.symbol);
         }
-        links_.emplace_back(l);
-        return {};
-    };
-    if (auto r = attach_one(skel_->progs.client_go_tls_enter, f.entry.offset); !r) {
-        return r;
+        tls_probes_.push_back(f.symbol + " in " + f.path + " (by " + f.found_by + ") on `" +
+                              f.entry.instruction + "` (" + elf::probe_cost_name(f.entry.cost) +
+                              ") and its " + std::to_string(f.returns.size()) +
+                              " RET instructions (" + elf::probe_cost_name(f.returns.front().cost) +
+                              ")");
     }
-    for (const auto &ret : f.returns) {
-        if (auto r = attach_one(skel_->progs.client_go_tls_ret, ret.offset); !r) {
-            return r;
+    for (const auto &[pid, files] : by_pid) {
+        for (const auto &[prog, list] :
+             {std::pair{skel_->progs.client_go_tls_enter, &files.first},
+              std::pair{skel_->progs.client_go_tls_ret, &files.second}}) {
+            for (const auto &file : *list) {
+                if (auto r = attach_uprobes(prog, pid, file.path, file.offsets, file.cookies, false,
+                                            file.names);
+                    !r) {
+                    return r;
+                }
+            }
         }
     }
-    tls_probes_.push_back(f.symbol + " in " + f.path + " (by " + f.found_by + ") on `" +
-                          f.entry.instruction + "` (" + elf::probe_cost_name(f.entry.cost) +
-                          ") and its " + std::to_string(f.returns.size()) + " RET instructions (" +
-                          elf::probe_cost_name(f.returns.front().cost) + ")");
     return {};
 }
 
@@ -276,9 +346,23 @@ Result<void> SocketCapture::attach_shim(const std::string &path, bool api) {
 }
 
 SocketCapture::~SocketCapture() {
-    // Each uprobe removal waits for a grace period and the kernel serialises
-    // them (~50 ms each here): ending a trace with TLS probes takes ~0.6 s.
+    // Removing a syscall tracepoint or a uprobe on a perf link waits out RCU
+    // grace periods under one kernel lock, one after another (~65 ms a
+    // tracepoint, ~105 ms a uprobe here): the 15 tracepoints take ~1 s. An
+    // uprobe_multi link waits without that lock, so the TLS links go on a
+    // thread of their own meanwhile.
+    std::thread multi;
+    if (!multi_links_.empty()) {
+        try {
+            multi = std::thread([this] { multi_links_.clear(); });
+        } catch (const std::system_error &) {
+            multi_links_.clear();
+        }
+    }
     links_.clear();
+    if (multi.joinable()) {
+        multi.join();
+    }
     rings_.reset();
     if (skel_ != nullptr) {
         ::client::destroy(skel_);

@@ -64,7 +64,15 @@ class SocketCapture {
     SocketCapture() = default;
     void on_record(std::span<const uint8_t> rec);
     Result<void> attach_tls(pid_t pid);
-    Result<void> attach_go_tls(const struct GoTlsFunction &f);
+    Result<void> attach_go_tls(const std::vector<struct GoTlsFunction> &funcs);
+    // `prog` at each offset of `path` in process `pid`, identified by the
+    // cookie at the same index: one uprobe_multi link where the kernel has
+    // them, else one perf link per offset. `what` names the functions for an
+    // error.
+    Result<void> attach_uprobes(bpf_program *prog, pid_t pid, const std::string &path,
+                                const std::vector<uint64_t> &offsets,
+                                const std::vector<uint64_t> &cookies, bool retprobe,
+                                const std::string &what);
     Result<void> attach_java(pid_t pid, bool load_agent);
     Result<void> attach_shim(const std::string &path, bool api);
 
@@ -72,6 +80,10 @@ class SocketCapture {
     std::unique_ptr<bpf::RingSet> rings_;
     CaptureSinks sinks_;
     std::vector<bpf::Link> links_;
+    // The TLS uprobes, a link per program and file (bpf/uprobe_multi.h), on
+    // kernels that have them.
+    bool multi_ = false;
+    std::vector<bpf::Fd> multi_links_;
     std::vector<std::string> tls_probes_;
     std::vector<std::string> tls_warnings_;
     std::vector<std::string> notes_;

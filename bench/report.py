@@ -382,6 +382,39 @@ def main():
             continue
         goal("shim preloaded without a tracer: loss < 1%", f"{SHORT.get(w, w)}, {t} threads",
              f"loss {(1 - r) * 100:.1f}%", 1 - r < 0.01)
+    # The client tracers (issue 22): QPS at 2 threads, the tracer's share of
+    # a core, drops at 8 threads and at 200 connections, peak RSS there.
+    for cfg, limit in (("client", 0.93), ("run", 0.90)):
+        for (w, t) in m.cells:
+            r = m.ratio(w, t, cfg)
+            if t != 2 or r is None:
+                continue
+            measured = f"{r:.3f}"
+            if cost.cell == (w, t) and cost.extra(cfg, "total"):
+                pr = projected(cost_sat, med(cost.extra(cfg, "total")))
+                if pr is not None:
+                    measured += f" (its CPU per query at a fixed rate projects {pr:.3f})"
+            goal(f"`{cfg}`: >= {limit:.2f} of untraced QPS", f"{SHORT.get(w, w)}, {t} threads",
+                 measured, r >= limit)
+    cpu = m.cpu("oltp_point_select", 2, "client")
+    if cpu is not None and seconds > 0:
+        goal("`client`: tracer CPU <= 8% of a core", "point_select, 2 threads",
+             f"{cpu / seconds * 100:.1f}%", cpu / seconds <= 0.08)
+    for cfg in ("client", "run"):
+        dr = m.drops("oltp_point_select", 8, cfg)
+        if dr is not None:
+            goal(f"`{cfg}`: zero records dropped, default settings", "point_select, 8 threads",
+                 f"{dr} dropped", dr == 0)
+    for line in (read_text(d, "memory.txt") or "").splitlines():
+        f = line.split()
+        if len(f) < 7 or f[0] not in ("client", "run") or f[1] != "200":
+            continue
+        drops, hwm = num(f[4]), num(f[6])
+        if drops is None or hwm is None:
+            continue
+        goal(f"`{f[0]}`: zero records dropped and tracer RSS <= 64 MiB",
+             "point_select, 200 connections", f"{int(drops)} dropped, {hwm / 1024:.1f} MiB",
+             drops == 0 and hwm <= 64 * 1024)
     pipe_summary = summarize_pipeline(pipes)
     if pipes["usdt"]:
         best = pipe_summary["usdt_zero_drop"]

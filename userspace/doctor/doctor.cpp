@@ -29,7 +29,8 @@ namespace {
 // Kernel 6.2 is the oldest with everything the client, run and server
 // commands use: BPF ring buffers (5.8), BTF raw tracepoints, BPF cookies on
 // uprobes (5.15) and the bpf_rdonly_cast kfunc (6.2). uprobe_multi links
-// (calls, exact stages, table I/O) need 6.6.
+// (calls, exact stages, table I/O) need 6.6; the client's TLS probes use
+// them there and a perf link per probe before.
 constexpr int kMinMajor = 6;
 constexpr int kMinMinor = 2;
 

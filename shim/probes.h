@@ -25,14 +25,25 @@ extern volatile unsigned short mysqltrace_api_begin_semaphore;
 extern volatile unsigned short mysqltrace_api_end_semaphore;
 extern volatile unsigned short mysqltrace_trace_event_semaphore;
 
+// Each probe has its one site in one of these (probes.c), whatever calls it:
+// a tracer attaches a uprobe per site, and each uprobe's removal waits out
+// RCU grace periods (~0.1 s here) when a trace ends. Called only while the
+// probe's semaphore is set; the call costs nanoseconds next to the trap's
+// microseconds. The argument types fix the sizes in the notes to what
+// bpf/client.bpf.c reads.
+void mt_fire_io(int op, uint32_t conn, int fd, uint64_t ptr, uint64_t len, int64_t ret, int kind,
+                int family, uint64_t start_ns, uint64_t begin);
+void mt_fire_api_begin(int func, uint64_t handle, uint32_t conn, uint64_t arg, uint64_t arg_len);
+void mt_fire_api_end(int func, uint64_t handle, uint32_t conn, int64_t ret, uint32_t error_code,
+                     uint64_t sqlstate, uint64_t message, uint32_t thread_id, uint64_t begin);
+void mt_fire_trace_event(uint64_t handle, int stage, int event, uint32_t conn);
+
 #ifdef __cplusplus
 }
 #endif
 
 #define MT_PROBE_ON(name) __builtin_expect(mysqltrace_##name##_semaphore != 0, 0)
 
-// Argument types are fixed here so that the sizes in the notes match what
-// bpf/client.bpf.c reads, whatever the caller passes.
 // The deferred begin of the C API call this thread is in (api.c), until an
 // io hit or the call's api_end reports it; NULL otherwise.
 extern __thread struct mt_api_begin_info *mt_api_unsent_begin
@@ -45,10 +56,10 @@ static inline struct mt_api_begin_info *mt_take_unsent_begin(void) {
     return b;
 }
 
-#define MT_FIRE_IO(op, conn, fd, ptr, len, ret, kind, family, start_ns)                    \
-    STAP_PROBE10(mysqltrace, io, (int)(op), (uint32_t)(conn), (int)(fd),                   \
-                 (uint64_t)(uintptr_t)(ptr), (uint64_t)(len), (int64_t)(ret), (int)(kind), \
-                 (int)(family), (uint64_t)(start_ns), (uint64_t)(uintptr_t)mt_take_unsent_begin())
+#define MT_FIRE_IO(op, conn, fd, ptr, len, ret, kind, family, start_ns)                           \
+    mt_fire_io((int)(op), (uint32_t)(conn), (int)(fd), (uint64_t)(uintptr_t)(ptr),                \
+               (uint64_t)(len), (int64_t)(ret), (int)(kind), (int)(family), (uint64_t)(start_ns), \
+               (uint64_t)(uintptr_t)mt_take_unsent_begin())
 
 // When the send being reported began (CLOCK_MONOTONIC ns, the clock of
 // bpf_ktime_get_ns), per thread; 0 when not taken. A command is sent when its
@@ -81,16 +92,15 @@ static inline uint64_t mt_take_send_start(int op) {
     return t;
 }
 
-#define MT_FIRE_API_BEGIN(func, handle, conn, arg, arg_len)                        \
-    STAP_PROBE5(mysqltrace, api_begin, (int)(func), (uint64_t)(uintptr_t)(handle), \
-                (uint32_t)(conn), (uint64_t)(uintptr_t)(arg), (uint64_t)(arg_len))
+#define MT_FIRE_API_BEGIN(func, handle, conn, arg, arg_len)                         \
+    mt_fire_api_begin((int)(func), (uint64_t)(uintptr_t)(handle), (uint32_t)(conn), \
+                      (uint64_t)(uintptr_t)(arg), (uint64_t)(arg_len))
 
-#define MT_FIRE_API_END(func, handle, conn, ret, error_code, sqlstate, message, thread_id, begin)  \
-    STAP_PROBE9(mysqltrace, api_end, (int)(func), (uint64_t)(uintptr_t)(handle), (uint32_t)(conn), \
-                (int64_t)(ret), (uint32_t)(error_code), (uint64_t)(uintptr_t)(sqlstate),           \
-                (uint64_t)(uintptr_t)(message), (uint32_t)(thread_id),                             \
-                (uint64_t)(uintptr_t)(begin))
+#define MT_FIRE_API_END(func, handle, conn, ret, error_code, sqlstate, message, thread_id, begin) \
+    mt_fire_api_end((int)(func), (uint64_t)(uintptr_t)(handle), (uint32_t)(conn), (int64_t)(ret), \
+                    (uint32_t)(error_code), (uint64_t)(uintptr_t)(sqlstate),                      \
+                    (uint64_t)(uintptr_t)(message), (uint32_t)(thread_id),                        \
+                    (uint64_t)(uintptr_t)(begin))
 
-#define MT_FIRE_TRACE_EVENT(handle, stage, event, conn)                               \
-    STAP_PROBE4(mysqltrace, trace_event, (uint64_t)(uintptr_t)(handle), (int)(stage), \
-                (int)(event), (uint32_t)(conn))
+#define MT_FIRE_TRACE_EVENT(handle, stage, event, conn) \
+    mt_fire_trace_event((uint64_t)(uintptr_t)(handle), (int)(stage), (int)(event), (uint32_t)(conn))

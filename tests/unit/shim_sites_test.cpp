@@ -160,6 +160,19 @@ TEST(ShimSites, AllFourProbesOfTheContract) {
                                             MT_USDT_TRACE_EVENT}));
 }
 
+// One site per probe: a tracer attaches a uprobe per site, and each one's
+// removal waits out RCU grace periods as a trace ends.
+TEST(ShimSites, OneSitePerProbe) {
+    std::map<std::string, int> sites;
+    for (const auto &n : shim().notes) {
+        sites[n.name]++;
+    }
+    EXPECT_EQ(sites, (std::map<std::string, int>{{MT_USDT_IO, 1},
+                                                 {MT_USDT_API_BEGIN, 1},
+                                                 {MT_USDT_API_END, 1},
+                                                 {MT_USDT_TRACE_EVENT, 1}}));
+}
+
 TEST(ShimSites, ArgumentSizesAndFormsAreWhatBpfReads) {
     // The operand forms libbpf's USDT argument parser accepts on x86-64:
     // a register, a constant, or a register-relative memory operand.

@@ -2,15 +2,15 @@
 #include "bpf/uprobe_multi.h"
 
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include <bpf/libbpf.h>
+
+#include "proc/kernel.h"
 
 namespace mysqltrace::bpf {
 
@@ -41,12 +41,7 @@ bool uprobe_multi_supported() {
     if (off != nullptr && std::strcmp(off, "1") == 0) {
         return false;
     }
-    utsname u{};
-    int major = 0, minor = 0;
-    if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2) {
-        return false;
-    }
-    return major > 6 || (major == 6 && minor >= 6);
+    return proc::kernel_release().at_least(6, 6);
 }
 
 void prepare_uprobe_multi(bpf_program *prog) {

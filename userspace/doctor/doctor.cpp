@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <ostream>
@@ -13,11 +12,11 @@
 #include <bpf/bpf.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "bpf/handles.h"
 #include "elf/probe_site.h"
+#include "proc/kernel.h"
 #include "proc/maps.h"
 #include "selftest/self_probe.h"
 #include "selftest/targets.h"
@@ -48,15 +47,11 @@ Check fail(std::string name, std::string detail, std::string remedy) {
 }
 
 Check check_kernel() {
-    utsname u{};
-    uname(&u);
-    int major = 0, minor = 0;
-    std::sscanf(u.release, "%d.%d", &major, &minor);
-    std::string rel = u.release;
-    if (major > kMinMajor || (major == kMinMajor && minor >= kMinMinor)) {
-        return ok("kernel version", rel);
+    const auto k = proc::kernel_release();
+    if (k.at_least(kMinMajor, kMinMinor)) {
+        return ok("kernel version", k.release);
     }
-    return fail("kernel version", rel + " is older than 6.2",
+    return fail("kernel version", k.release + " is older than 6.2",
                 "use a kernel >= 6.2 (BPF ring buffers, BTF tracepoints, uprobe cookies, "
                 "typed kernel reads)");
 }

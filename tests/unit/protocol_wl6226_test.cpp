@@ -764,6 +764,49 @@ TEST(Wl6226, AttachMidStreamInfersDeprecatedEof) {
     EXPECT_NE(find_event(c, TraceEvent::packet_received, "Row: 1, 'apple'"), nullptr);
 }
 
+TEST(Wl6226, AttachAfterThePrepareSaysWhyBinaryRowsAreNotShown) {
+    // sysbench's executes after the prepare: MariaDB skips the column
+    // definitions the client caches, so a trace that begins here never sees
+    // the row's column types, and says so instead of an empty "Row: ".
+    auto recs = fixture::load_fixture("sysbench_point_select");
+    Collector full = run(recs);
+    size_t from = 0;
+    int executes = 0;
+    for (size_t i = 0; i < recs.size() && from == 0; ++i) {
+        const auto &r = recs[i];
+        if (r.kind == FixtureRecord::Kind::data && r.dir == Direction::client_to_server &&
+            r.bytes.size() > 4 && r.bytes[4] == com::stmt_execute && ++executes == 2) {
+            from = i;
+        }
+    }
+    ASSERT_GT(from, 0u);
+    Collector c = run(recs, {}, from, true);
+    EXPECT_EQ(c.sequence(), tail_from_command(full.sequence(), 2));
+    auto rows = c.of(TraceEvent::packet_received);
+    const std::string why =
+        " bytes; column types unknown: the statement was prepared before the trace began)";
+    size_t unknown = 0;
+    for (const auto *e : rows) {
+        for (const auto &d : e->details) {
+            EXPECT_NE(d, "Row: ");
+            if (d.starts_with("Received next row (") && d.ends_with(why)) {
+                EXPECT_EQ(d, "Received next row (" + std::to_string(*e->bytes) + why);
+                ++unknown;
+            }
+        }
+    }
+    // One row for each of the 399 executes the trace saw.
+    EXPECT_EQ(unknown, 399u);
+    // From the start, the prepare's column definitions type the rows.
+    size_t typed = 0;
+    for (const auto *e : full.of(TraceEvent::packet_received)) {
+        for (const auto &d : e->details) {
+            typed += d.starts_with("Row: '") ? 1 : 0;
+        }
+    }
+    EXPECT_EQ(typed, 400u);
+}
+
 TEST(Wl6226, NonMysqlTrafficEmitsNothing) {
     Collector c;
     ConnectionTracer t(9, {}, c.on_event(), c.on_summary());

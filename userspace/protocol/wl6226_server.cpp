@@ -605,6 +605,14 @@ void ConnectionTracer::server_row(Packet &p, ProtocolEvent &ev) {
         if (!append_text_row(line, p.payload, options_.max_value_len, &result_types_)) {
             line = "Received next row";
         }
+    } else if (shown && result_types_.empty()) {
+        // A binary row cannot be read without its columns' types. They are
+        // missing when the server skipped the column definitions (the
+        // client caches them) for a statement prepared before the trace
+        // began, where a row would otherwise show as an empty "Row: ".
+        add_line(ev, "Received next row (", p.length,
+                 " bytes; column types unknown: the statement was prepared before the trace "
+                 "began)");
     } else if (shown) {
         std::string &line = add_line(ev, "Row: ");
         if (!append_binary_row(line, p.payload, result_types_, options_.max_value_len)) {

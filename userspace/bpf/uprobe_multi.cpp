@@ -36,6 +36,21 @@ struct UprobeMultiLinkAttr {
 
 }  // namespace
 
+Result<Link> attach_uprobe(bpf_program *prog, pid_t pid, const std::string &path, uint64_t offset,
+                           const std::string &what, bool retprobe, uint64_t cookie) {
+    bpf_uprobe_opts o{};
+    o.sz = sizeof(o);
+    o.retprobe = retprobe;
+    o.bpf_cookie = cookie;
+    bpf_link *l = bpf_program__attach_uprobe_opts(prog, pid, path.c_str(), offset, &o);
+    if (l == nullptr) {
+        const int err = errno;
+        return make_error(err, "cannot attach a uprobe to " + what + " in " + path + " (pid " +
+                                   std::to_string(pid) + ")");
+    }
+    return Link(l);
+}
+
 bool uprobe_multi_supported() {
     const char *off = std::getenv("MYSQLTRACE_NO_UPROBE_MULTI");
     if (off != nullptr && std::strcmp(off, "1") == 0) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// One BPF link for many uprobes of one file (kernel 6.6+). Hundreds of
+// Attaching uprobes: one perf link each (attach_uprobe), or one BPF link
+// for many uprobes of one file (attach_uprobe_multi, kernel 6.6+). Hundreds of
 // separate uprobes detach one by one, each waiting for an RCU grace period
 // (~0.1 s apiece here); one uprobe_multi link goes at once.
 //
@@ -30,6 +31,13 @@ bool uprobe_multi_supported();
 // A program attached through attach_uprobe_multi() must be loaded with this
 // expected attach type: call between the skeleton's open and load.
 void prepare_uprobe_multi(bpf_program *prog);
+
+// Attaches `prog` at the file offset `offset` of `path` for process `pid`
+// (-1: every process), on a perf link of its own, with `cookie` for
+// bpf_get_attach_cookie. `what` names the probe in the error: "cannot
+// attach a uprobe to WHAT in PATH (pid PID): REASON".
+Result<Link> attach_uprobe(bpf_program *prog, pid_t pid, const std::string &path, uint64_t offset,
+                           const std::string &what, bool retprobe = false, uint64_t cookie = 0);
 
 // Attaches `prog` at every file offset of `path` (a file, or a
 // /proc/PID/root/... path to one) for process `pid` only, each probe

@@ -167,15 +167,11 @@ Result<void> SocketCapture::attach_uprobes(bpf_program *prog, pid_t pid, const s
         return {};
     }
     for (size_t i = 0; i < offsets.size(); i++) {
-        bpf_uprobe_opts o{};
-        o.sz = sizeof(o);
-        o.retprobe = retprobe;
-        o.bpf_cookie = cookies[i];
-        bpf_link *l = bpf_program__attach_uprobe_opts(prog, pid, path.c_str(), offsets[i], &o);
-        if (l == nullptr) {
-            return make_error(errno, "cannot attach a uprobe to " + what + " in " + path);
+        auto l = bpf::attach_uprobe(prog, pid, path, offsets[i], what, retprobe, cookies[i]);
+        if (!l) {
+            return l.error();
         }
-        links_.emplace_back(l);
+        links_.push_back(std::move(l).value());
     }
     return {};
 }

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "bpf/uprobe_multi.h"
 #include "selftest.skel.h"
 
 namespace mysqltrace::selftest {
@@ -49,15 +50,12 @@ SelfProbe::~SelfProbe() {
 
 Result<void> SelfProbe::attach_uprobe(pid_t pid, const std::string &path, uint64_t offset,
                                       uint64_t cookie) {
-    bpf_uprobe_opts o{};
-    o.sz = sizeof(o);
-    o.bpf_cookie = cookie;
-    bpf_link *l = bpf_program__attach_uprobe_opts(skel_->progs.selftest_uprobe, pid, path.c_str(),
-                                                  offset, &o);
-    if (l == nullptr) {
-        return make_error(errno, "cannot attach a uprobe to " + path);
+    auto l = bpf::attach_uprobe(skel_->progs.selftest_uprobe, pid, path, offset,
+                                "the self-test's function", false, cookie);
+    if (!l) {
+        return l.error();
     }
-    links_.emplace_back(l);
+    links_.push_back(std::move(l).value());
     return {};
 }
 

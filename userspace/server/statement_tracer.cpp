@@ -394,18 +394,8 @@ Result<std::unique_ptr<StatementTracer>> StatementTracer::attach(
     auto *progs = &t->skel_->progs;
     const bool mysql8 = target.profile == ServerProfile::mysql8;
     auto uprobe = [&](bpf_program *prog, uint64_t offset, bool retprobe, uint64_t cookie,
-                      const std::string &what) -> Result<bpf::Link> {
-        bpf_uprobe_opts uo{};
-        uo.sz = sizeof(uo);
-        uo.retprobe = retprobe;
-        uo.bpf_cookie = cookie;
-        bpf_link *l =
-            bpf_program__attach_uprobe_opts(prog, target.pid, target.exe.c_str(), offset, &uo);
-        if (l == nullptr) {
-            return make_error(errno, "cannot attach a uprobe to " + what + " in pid " +
-                                         std::to_string(target.pid));
-        }
-        return bpf::Link(l);
+                      const std::string &what) {
+        return bpf::attach_uprobe(prog, target.pid, target.exe, offset, what, retprobe, cookie);
     };
     if (t->one_probe_) {
         t->exe_ = target.exe;
@@ -727,15 +717,12 @@ Result<void> StatementTracer::set_statement_probes(bool on) {
         }
         end_multi_ = std::move(l).value();
     } else if (!switchable_ && !end_link_) {
-        bpf_uprobe_opts uo{};
-        uo.sz = sizeof(uo);
-        bpf_link *l = bpf_program__attach_uprobe_opts(skel_->progs.server_log_slow_statement, pid_,
-                                                      exe_.c_str(), end_offset_, &uo);
-        if (l == nullptr) {
-            return make_error(errno, "cannot attach a uprobe to log_slow_statement in pid " +
-                                         std::to_string(pid_));
+        auto l = bpf::attach_uprobe(skel_->progs.server_log_slow_statement, pid_, exe_, end_offset_,
+                                    "log_slow_statement");
+        if (!l) {
+            return l.error();
         }
-        end_link_.reset(l);
+        end_link_ = std::move(l).value();
     }
     return {};
 }

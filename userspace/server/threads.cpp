@@ -6,6 +6,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "bpf/uprobe_multi.h"
 #include "mysqltrace/abi/event.h"
 #include "server.skel.h"
 #include "server/accounts.h"
@@ -148,15 +149,11 @@ Result<std::string> attach_connection_probes(::server *skel, const ServerTarget 
     };
     auto attach = [&](bpf_program *prog, uint64_t offset, bool ret,
                       const char *what) -> Result<void> {
-        bpf_uprobe_opts uo{};
-        uo.sz = sizeof(uo);
-        uo.retprobe = ret;
-        bpf_link *l =
-            bpf_program__attach_uprobe_opts(prog, target.pid, target.exe.c_str(), offset, &uo);
-        if (l == nullptr) {
-            return make_error(errno, std::string("cannot attach a uprobe to ") + what);
+        auto l = bpf::attach_uprobe(prog, target.pid, target.exe, offset, what, ret);
+        if (!l) {
+            return l.error();
         }
-        links.emplace_back(l);
+        links.push_back(std::move(l).value());
         return {};
     };
     auto login = site("_Z22thd_prepare_connectionP3THD");

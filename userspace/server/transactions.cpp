@@ -10,6 +10,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "bpf/uprobe_multi.h"
 #include "mysqltrace/abi/event.h"
 #include "server.skel.h"
 #include "server/hooks.h"
@@ -316,14 +317,11 @@ Result<void> attach_transaction_probes(::server *skel, const ServerTarget &targe
         if (!site) {
             return site.error();
         }
-        bpf_uprobe_opts uo{};
-        uo.sz = sizeof(uo);
-        bpf_link *l = bpf_program__attach_uprobe_opts(prog, target.pid, target.exe.c_str(),
-                                                      site->offset, &uo);
-        if (l == nullptr) {
-            return make_error(errno, std::string("cannot attach a uprobe to ") + prefix);
+        auto l = bpf::attach_uprobe(prog, target.pid, target.exe, site->offset, prefix);
+        if (!l) {
+            return l.error();
         }
-        links.emplace_back(l);
+        links.push_back(std::move(l).value());
     }
     return {};
 }

@@ -37,6 +37,8 @@ char LICENSE[] SEC("license") = "GPL";
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 #define EINPROGRESS 115
+#define MSG_PEEK 0x2
+#define MSG_ERRQUEUE 0x2000
 
 // x86-64 syscall numbers.
 #define NR_read 0
@@ -511,6 +513,11 @@ static __always_inline int sock_call_done(const struct pt_regs *regs, long nr, l
     } else if (ret < 0) {
         return 0;  // EAGAIN and friends: nothing moved
     }
+    // A peek's bytes come again in the receive that takes them, and an error
+    // queue holds no stream bytes: neither is part of the stream.
+    if ((nr == NR_recvfrom && (regs->r10 & (MSG_PEEK | MSG_ERRQUEUE))) ||
+        (nr == NR_recvmsg && (regs->dx & (MSG_PEEK | MSG_ERRQUEUE))))
+        return 0;
     // Direct loads: `regs` is a BTF pointer (the task's saved registers).
     if (!socket_call(&in, (int)regs->di, nr))
         return 0;

@@ -102,6 +102,17 @@ TEST_P(ClientTrace, CResultSetEmptyResultErrorQuit) {
            {"quit", "ok"}});
 }
 
+// A reply peeked at (recv and recvmsg with MSG_PEEK) before the library
+// reads it: the peeked bytes are not stream bytes, and the trace is the one
+// of the same query read plainly.
+TEST_P(ClientTrace, CPeekedReplyCountsOnce) {
+    check("c_peek", c_client(),
+          {{"connect", "ok"},
+           {"peek select a, b from mt.t order by a", "ok 1 2"},
+           {"query select 1 from dual where 1 = 0", "ok 1 0"},
+           {"quit", "ok"}});
+}
+
 TEST_P(ClientTrace, SummaryOnly) {
     check("c_summary_only", c_client(),
           {{"connect", "ok"},

@@ -17,6 +17,9 @@
 //   connect                      ok | error <code> <message>
 //   query <sql>                  ok <result sets> <rows> | error ...
 //   bigquery <n>                 query "select length('xxx...')" with n x's
+//   peek <sql>                   query, its reply first peeked at on the
+//                                socket (recv and recvmsg with MSG_PEEK, as
+//                                a liveness check does), then read
 //   ping | stats                 ok
 //   initdb <db>                  ok
 //   change_user <user> <pass>    ok
@@ -35,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #if defined(LIBMYSQL_VERSION_ID) && !defined(MARIADB_BASE_VERSION) && \
     !defined(MARIADB_PACKAGE_VERSION)
@@ -77,22 +81,13 @@ static void stmt_error(void)
     answer_error(mysql_stmt_errno(stmt), mysql_stmt_error(stmt));
 }
 
-static void do_query(const char *sql)
+// The results of the query sent, each stored and counted.
+static void store_results(void)
 {
     unsigned sets = 0;
     unsigned long long rows = 0;
     int status;
 
-#ifdef ORACLE_CLIENT
-    if (nonblocking) {
-        do_query_nonblocking(sql);
-        return;
-    }
-#endif
-    if (mysql_real_query(db, sql, strlen(sql)) != 0) {
-        db_error();
-        return;
-    }
     do {
         MYSQL_RES *res = mysql_store_result(db);
 
@@ -111,6 +106,55 @@ static void do_query(const char *sql)
         }
     } while (status == 0);
     printf("ok %u %llu\n", sets, rows);
+}
+
+static void do_query(const char *sql)
+{
+#ifdef ORACLE_CLIENT
+    if (nonblocking) {
+        do_query_nonblocking(sql);
+        return;
+    }
+#endif
+    if (mysql_real_query(db, sql, strlen(sql)) != 0) {
+        db_error();
+        return;
+    }
+    store_results();
+}
+
+// The connection's socket: libmysqlclient has no mysql_get_socket().
+static int db_socket(void)
+{
+#ifdef ORACLE_CLIENT
+    return db->net.fd;
+#else
+    return mysql_get_socket(db);
+#endif
+}
+
+// The query, its reply's first bytes peeked at twice before the library
+// reads it all.
+static void do_peek(const char *sql)
+{
+    char buf[4];
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+
+    if (mysql_send_query(db, sql, strlen(sql)) != 0) {
+        db_error();
+        return;
+    }
+    if (recv(db_socket(), buf, sizeof(buf), MSG_PEEK | MSG_WAITALL) != sizeof(buf) ||
+        recvmsg(db_socket(), &msg, MSG_PEEK) != sizeof(buf)) {
+        answer_error(0, "peek failed");
+        return;
+    }
+    if (mysql_read_query_result(db) != 0) {
+        db_error();
+        return;
+    }
+    store_results();
 }
 
 #ifdef ORACLE_CLIENT
@@ -313,6 +357,8 @@ int main(int argc, char **argv)
                 puts("ok");
         } else if (!strcmp(line, "query")) {
             do_query(arg);
+        } else if (!strcmp(line, "peek")) {
+            do_peek(arg);
         } else if (!strcmp(line, "bigquery")) {
             size_t n = strtoul(arg, NULL, 10);
             char *sql = malloc(n + 32);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Decoder throughput: MB/s of wire bytes per core through the WL#6226
 // machine, on the recorded sessions of tests/data/protocol, with and without
-// rendering text. Prints one markdown table; no assertions (a benchmark, not
+// rendering text or JSON lines. Prints one markdown table; no assertions (a benchmark, not
 // a test).
 //   decoder_bench [SECONDS_PER_CASE] [--passes N] [--decode-only] [--summary-only]
-//                 [--group scenario|sysbench]
+//                 [--json-only] [--group scenario|sysbench]
 // --passes runs exactly N passes over the sessions per case instead of timing
 // (for callgrind, which then collects inside run_case() only); --group
 // measures one kind of session only.
@@ -14,8 +14,8 @@
 // Each session is one connection, replayed into a tracer of its own, as
 // `mysqltrace client` keeps one per connection; the tracer has an event and a
 // summary callback as there. Rendering is what `mysqltrace client` does for
-// text output: every event and command summary appended, with timestamps,
-// to one reused line buffer. Times are the thread's CPU time, not wall time,
+// text output (or --format json): every event and command summary appended,
+// with timestamps, to one reused line buffer. Times are the thread's CPU time, not wall time,
 // so that other processes on a shared machine count less.
 #include <time.h>
 
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "output/output_file.h"
+#include "output/protocol_json.h"
 #include "output/protocol_text.h"
 #include "protocol/wl6226.h"
 #include "unit/protocol_fixture.h"
@@ -54,6 +55,7 @@ struct Render {
     mysqltrace::output::Clock clock;
     mysqltrace::output::ProtocolTextOptions options;
     std::unique_ptr<mysqltrace::output::OutputFile> out;
+    bool json = false;  // --format json's lines instead of text
 };
 
 // Replays one session into a fresh tracer (one connection); returns the
@@ -67,14 +69,23 @@ uint64_t replay(const Session &s, Render *render, bool contents) {
         [&](const ProtocolEvent &ev) {
             events++;
             if (render != nullptr) {
-                mysqltrace::output::append_protocol_text(render->out->line(), ev, render->options);
+                if (render->json) {
+                    mysqltrace::output::append_protocol_json(render->out->line(), ev, {});
+                } else {
+                    mysqltrace::output::append_protocol_text(render->out->line(), ev,
+                                                             render->options);
+                }
                 render->out->end_line();
             }
         },
         [&](const CommandSummary &sum) {
             if (render != nullptr) {
-                mysqltrace::output::append_command_summary_text(render->out->line(), sum,
-                                                                render->options);
+                if (render->json) {
+                    mysqltrace::output::append_command_summary_json(render->out->line(), sum);
+                } else {
+                    mysqltrace::output::append_command_summary_text(render->out->line(), sum,
+                                                                    render->options);
+                }
                 render->out->end_line();
             }
         });
@@ -139,23 +150,26 @@ int main(int argc, char **argv) {
     long passes = 0;
     bool decode_only = false;
     bool summary_only = false;
+    bool json_only = false;
     std::string group;  // empty: both
     for (int i = 1; i < argc; i++) {
         const std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
             std::printf(
                 "usage: decoder_bench [SECONDS_PER_CASE] [--passes N] [--decode-only]\n"
-                "                     [--summary-only]\n"
+                "                     [--summary-only] [--json-only]\n"
                 "Replays the recorded sessions of tests/data/protocol through the client\n"
                 "protocol decoder, one tracer per session, for SECONDS_PER_CASE seconds of\n"
                 "CPU time (default 2) per case and kind of session, and prints MB/s of wire\n"
                 "bytes and events/s per core of CPU time: decoding only, then decoding and\n"
-                "rendering text as `mysqltrace client` does, then decoding with events\n"
-                "counted but not read (`mysqltrace client --summary-only`). Two kinds of\n"
+                "rendering text as `mysqltrace client` does, then decoding and rendering\n"
+                "JSON lines (`--format json`), then decoding with events counted but not\n"
+                "read (`mysqltrace client --summary-only`). Two kinds of\n"
                 "session are measured apart: the scenario fixtures (short connections,\n"
                 "mostly handshakes) and the sysbench_* recordings (one connection's steady\n"
                 "state). --passes N runs exactly N passes per case instead (for callgrind);\n"
-                "--decode-only runs the first case only, --summary-only the last only;\n"
+                "--decode-only runs the first case only, --summary-only the last only,\n"
+                "--json-only the JSON case only;\n"
                 "--group scenario or --group sysbench measures that kind of session only.\n"
                 "Rendered lines go to /dev/null through the CLI's output file.\n");
             return 0;
@@ -166,6 +180,8 @@ int main(int argc, char **argv) {
             decode_only = true;
         } else if (arg == "--summary-only") {
             summary_only = true;
+        } else if (arg == "--json-only") {
+            json_only = true;
         } else if (arg == "--group" && i + 1 < argc) {
             group = argv[++i];
             if (group != "scenario" && group != "sysbench") {
@@ -205,13 +221,16 @@ int main(int argc, char **argv) {
     r.out = std::move(out).value();
     r.options.timestamps = true;
     r.options.clock = &r.clock;
-    enum class Case { decode, render, summary_only };
-    for (Case c : {Case::decode, Case::render, Case::summary_only}) {
-        if ((decode_only && c != Case::decode) || (summary_only && c != Case::summary_only)) {
+    enum class Case { decode, render, json, summary_only };
+    for (Case c : {Case::decode, Case::render, Case::json, Case::summary_only}) {
+        if ((decode_only && c != Case::decode) || (summary_only && c != Case::summary_only) ||
+            (json_only && c != Case::json)) {
             continue;
         }
-        const bool render = c == Case::render;
-        std::printf("| %s |", render              ? "decode + render text"
+        const bool render = c == Case::render || c == Case::json;
+        r.json = c == Case::json;
+        std::printf("| %s |", c == Case::render   ? "decode + render text"
+                              : c == Case::json   ? "decode + render JSON"
                               : c == Case::decode ? "decode only"
                                                   : "decode, events only counted (--summary-only)");
         Totals all;

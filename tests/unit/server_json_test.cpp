@@ -74,6 +74,31 @@ TEST(JsonWriter, RandomBytesAsNlohmannEscapesThem) {
     }
 }
 
+// FlatWriter::str(): put_json_string() eight bytes at a time for strings up
+// to 128 bytes, append_json_string() past that; both as nlohmann escapes.
+TEST(JsonWriter, FlatWriterStringsAsNlohmannEscapesThem) {
+    std::mt19937 rng(6226);
+    // Mostly plain ASCII, so that whole words copy and words with one byte
+    // to escape, or a sequence across two words, come up often.
+    const std::string plain = "abcdefghijklmnopqrstuvwxyz0123456789 ,.'()=";
+    const std::string care =
+        "\"\\\n\x01\x1f\x7f\x80\xbf\xc2\xc3\xa9\xe2\x82\xac\xed\xa0\xf0\x9f\x98\xff";
+    for (int n = 0; n < 20000; n++) {
+        std::string s(rng() % 200, ' ');
+        for (auto &c : s) {
+            c = rng() % 8 == 0 ? care[rng() % care.size()] : plain[rng() % plain.size()];
+        }
+        std::string out = "x";
+        {
+            mysqltrace::output::FlatWriter f(out);
+            f.str(s);
+            f.lit(",");
+        }
+        ASSERT_EQ(out, "x" + nlohmann_dump(nlohmann::ordered_json(s)) + ",")
+            << nlohmann_dump(nlohmann::ordered_json::binary({s.begin(), s.end()}));
+    }
+}
+
 TEST(JsonWriter, ObjectsArraysNumbersAndNull) {
     std::string out;
     JsonWriter j(out);

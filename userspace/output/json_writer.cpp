@@ -55,10 +55,58 @@ size_t utf8_sequence(std::string_view s, size_t i, size_t &bad) {
     return len;
 }
 
+// The escape of an ASCII byte that is not copied verbatim (a control
+// character, `"` or `\`) into d; its length, 2 or 6.
+size_t put_escape(char *d, unsigned char c) {
+    static constexpr char hex[] = "0123456789abcdef";
+    d[0] = '\\';
+    switch (c) {
+        case '"':
+            d[1] = '"';
+            return 2;
+        case '\\':
+            d[1] = '\\';
+            return 2;
+        case '\b':
+            d[1] = 'b';
+            return 2;
+        case '\t':
+            d[1] = 't';
+            return 2;
+        case '\n':
+            d[1] = 'n';
+            return 2;
+        case '\f':
+            d[1] = 'f';
+            return 2;
+        case '\r':
+            d[1] = 'r';
+            return 2;
+        default:
+            std::memcpy(d + 1, "u00", 3);
+            d[4] = hex[c >> 4];
+            d[5] = hex[c & 0xF];
+            return 6;
+    }
+}
+
+// Whether any of x's 8 bytes is not copied verbatim: below 0x20 (x - 0x20..
+// borrows into its high bit; exact as a yes/no, since a borrow from a lower
+// byte starts at a byte below 0x20 itself), `"` or `\` (x ^ c.. holds a
+// zero byte), or 0x80 and above.
+bool needs_care(uint64_t x) {
+    constexpr uint64_t kOnes = 0x0101010101010101ULL;
+    constexpr uint64_t kHigh = 0x8080808080808080ULL;
+    const uint64_t quote = x ^ ('"' * kOnes);
+    const uint64_t slash = x ^ ('\\' * kOnes);
+    return (((x - 0x20 * kOnes) & ~x) | ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash) |
+            x) &
+           kHigh;
+}
+
 }  // namespace
 
 void append_json_string(std::string &out, std::string_view s) {
-    static constexpr char hex[] = "0123456789abcdef";
     out += '"';
     size_t i = 0;
     while (i < s.size()) {
@@ -84,38 +132,53 @@ void append_json_string(std::string &out, std::string_view s) {
             }
             continue;
         }
-        out += '\\';
-        switch (c) {
-            case '"':
-                out += '"';
-                break;
-            case '\\':
-                out += '\\';
-                break;
-            case '\b':
-                out += 'b';
-                break;
-            case '\t':
-                out += 't';
-                break;
-            case '\n':
-                out += 'n';
-                break;
-            case '\f':
-                out += 'f';
-                break;
-            case '\r':
-                out += 'r';
-                break;
-            default:
-                out += "u00";
-                out += hex[c >> 4];
-                out += hex[c & 0xF];
-                break;
-        }
+        char esc[6];
+        out.append(esc, put_escape(esc, c));
         i++;
     }
     out += '"';
+}
+
+size_t put_json_string(char *out, std::string_view s) {
+    char *d = out;
+    *d++ = '"';
+    size_t i = 0;
+    while (i < s.size()) {
+        // Eight bytes at a time while they need no care: most of a trace's
+        // strings are plain ASCII.
+        if (i + 8 <= s.size()) {
+            uint64_t x;
+            std::memcpy(&x, s.data() + i, 8);
+            if (!needs_care(x)) {
+                std::memcpy(d, &x, 8);
+                d += 8;
+                i += 8;
+                continue;
+            }
+        }
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (copies_verbatim(c)) {
+            *d++ = static_cast<char>(c);
+            i++;
+        } else if (c >= 0x80) {
+            size_t bad = 0;
+            const size_t len = utf8_sequence(s, i, bad);
+            if (len) {
+                std::memcpy(d, s.data() + i, len);
+                d += len;
+                i += len;
+            } else {
+                std::memcpy(d, kReplacement, 3);
+                d += 3;
+                i += bad;
+            }
+        } else {
+            d += put_escape(d, c);
+            i++;
+        }
+    }
+    *d++ = '"';
+    return static_cast<size_t>(d - out);
 }
 
 }  // namespace mysqltrace::output

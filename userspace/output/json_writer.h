@@ -23,6 +23,17 @@ namespace mysqltrace::output {
 // Appends `s` as a JSON string (quotes included).
 void append_json_string(std::string &out, std::string_view s);
 
+// The room put_json_string() may need for a string of n bytes: 6 for a
+// control character (\u00xx), at most 3 for any other byte (U+FFFD for an
+// ill-formed one), and the quotes.
+constexpr size_t json_string_room(size_t n) {
+    return 6 * n + 2;
+}
+// The same bytes as append_json_string() into `d`, which has room for
+// json_string_room(s.size()); returns how many were written. For the short
+// strings of a line put together in a FlatWriter.
+size_t put_json_string(char *d, std::string_view s);
+
 // Keys are literals the caller spells right: they are not escaped.
 class JsonWriter {
   public:
@@ -183,6 +194,16 @@ class FlatWriter {
         std::memcpy(buf_ + n_, s, N - 1);
         n_ += N - 1;
     }
+    // s without its first `skip` bytes (0 or 1): a key with its comma, or
+    // the first key without it, in one copy of constant size (the bytes
+    // past the end are the literal's NUL, and are overwritten next).
+    template <size_t N>
+    void lit_skip(const char (&s)[N], size_t skip) {
+        static_assert(N - 1 <= kCap && N >= 2);
+        room(N - 1);
+        std::memcpy(buf_ + n_, s + (skip != 0 ? 1 : 0), N - 1);
+        n_ += N - 1 - (skip != 0 ? 1 : 0);
+    }
     template <std::integral T>
     requires(!std::same_as<T, bool>) void num(T v) {
         room(24);
@@ -206,8 +227,13 @@ class FlatWriter {
         return buf_ + n_;
     }
     void advance(size_t n) { n_ += n; }
-    // `s` as a JSON string.
+    // `s` as a JSON string: in the line's buffer when short, as most are.
     void str(std::string_view s) {
+        if (s.size() <= kShortString) {
+            room(json_string_room(s.size()));
+            n_ += put_json_string(buf_ + n_, s);
+            return;
+        }
         flush();
         append_json_string(out_, s);
     }
@@ -218,6 +244,8 @@ class FlatWriter {
 
   private:
     static constexpr size_t kCap = 1024;
+    static constexpr size_t kShortString = 128;
+    static_assert(json_string_room(kShortString) <= kCap);
     void room(size_t k) {
         if (n_ + k > kCap) {
             flush();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "output/protocol_json.h"
 
+#include <array>
+
 #include "output/json_writer.h"
 #include "util/hex.h"
 
@@ -28,22 +30,6 @@ void put(JsonWriter &w, std::string_view key, std::string_view v) {
     }
 }
 
-// [{"name":"n1","value":"'v1'"}, ...]: a list, since names may repeat.
-void put(JsonWriter &w, std::string_view key, const std::vector<protocol::QueryAttribute> &attrs) {
-    if (attrs.empty()) {
-        return;
-    }
-    w.key(key);
-    w.begin_array();
-    for (const auto &a : attrs) {
-        w.begin_object();
-        w.field("name", a.name);
-        w.field("value", a.value);
-        w.end_object();
-    }
-    w.end_array();
-}
-
 // The keys that sort last in a line with a start and an end, and the line's end.
 void end_timed(JsonWriter &w, std::string &out, uint32_t tid, uint64_t end_ns, uint64_t start_ns) {
     w.field("tid", tid);
@@ -53,91 +39,194 @@ void end_timed(JsonWriter &w, std::string &out, uint32_t tid, uint64_t end_ns, u
     out += '\n';
 }
 
+// Stage and event names as JSON strings, quotes included, made once: they
+// are in every event's line. A value past the table is quoted as it comes.
+template <typename Enum, size_t N>
+std::array<std::string, N> quoted_names(const char *(*name)(Enum)) {
+    std::array<std::string, N> out;
+    for (size_t i = 0; i < N; ++i) {
+        append_json_string(out[i], name(static_cast<Enum>(i)));
+    }
+    return out;
+}
+
+const auto kQuotedStages = quoted_names<protocol::Stage, 13>(protocol::stage_name);
+const auto kQuotedEvents = quoted_names<protocol::TraceEvent, 17>(protocol::event_name);
+
+// An event's or a command's line (about a dozen of them per statement),
+// put together in a FlatWriter: each key a literal that holds its comma,
+// quotes and colon (",\"KEY\":"), written without the comma when it is the
+// line's first.
+class Line {
+  public:
+    explicit Line(std::string &out) : f_(out) { f_.lit("{"); }
+    ~Line() { f_.lit("}\n"); }
+    Line(const Line &) = delete;
+    Line &operator=(const Line &) = delete;
+
+    template <size_t N>
+    FlatWriter &key(const char (&k)[N]) {
+        static_assert(N >= 2);
+        f_.lit_skip(k, any_ ? 0 : 1);
+        any_ = true;
+        return f_;
+    }
+    template <size_t N, std::integral T>
+    void num(const char (&k)[N], T v) {
+        key(k).num(v);
+    }
+    template <size_t N, typename T>
+    void opt(const char (&k)[N], const std::optional<T> &v) {
+        if (v) {
+            key(k).num(*v);
+        }
+    }
+    template <size_t N>
+    void str(const char (&k)[N], std::string_view v) {
+        key(k).str(v);
+    }
+    // The string, when not empty.
+    template <size_t N>
+    void some(const char (&k)[N], std::string_view v) {
+        if (!v.empty()) {
+            key(k).str(v);
+        }
+    }
+    template <size_t N>
+    void opt_str(const char (&k)[N], const std::optional<std::string> &v) {
+        if (v) {
+            key(k).str(*v);
+        }
+    }
+    // A name of static storage that needs no escaping (an enum's name).
+    template <size_t N>
+    void word(const char (&k)[N], std::string_view v) {
+        FlatWriter &f = key(k);
+        f.lit("\"");
+        f.raw(v);
+        f.lit("\"");
+    }
+    // An enum's name from its table of quoted names.
+    template <size_t N, typename Enum, size_t M>
+    void name(const char (&k)[N], const std::array<std::string, M> &names, Enum e,
+              const char *(*name)(Enum)) {
+        const auto i = static_cast<size_t>(e);
+        if (i < M) {
+            key(k).raw(names[i]);
+        } else {
+            key(k).str(name(e));
+        }
+    }
+    // [{"name":"n1","value":"'v1'"}, ...]: a list, since names may repeat.
+    template <size_t N>
+    void attrs(const char (&k)[N], const std::vector<protocol::QueryAttribute> &attrs) {
+        if (attrs.empty()) {
+            return;
+        }
+        key(k).lit("[");
+        for (size_t i = 0; i < attrs.size(); i++) {
+            if (i > 0) {
+                f_.lit(",");
+            }
+            f_.lit("{\"name\":");
+            f_.str(attrs[i].name);
+            f_.lit(",\"value\":");
+            f_.str(attrs[i].value);
+            f_.lit("}");
+        }
+        f_.lit("]");
+    }
+
+  private:
+    FlatWriter f_;
+    bool any_ = false;
+};
+
 }  // namespace
 
 void append_protocol_json(std::string &out, const ProtocolEvent &ev,
                           const ProtocolJsonOptions &options) {
-    JsonWriter w(out);
-    w.begin_object();
-    put(w, "affected_rows", ev.affected_rows);
-    put(w, "auth_plugin", ev.auth_plugin);
-    put(w, "bytes", ev.bytes);
-    put(w, "column_count", ev.column_count);
-    put(w, "command", ev.command_name);
-    w.field("conn", ev.conn);
-    put(w, "database", ev.database);
+    Line l(out);
+    l.opt(",\"affected_rows\":", ev.affected_rows);
+    l.some(",\"auth_plugin\":", ev.auth_plugin);
+    l.opt(",\"bytes\":", ev.bytes);
+    l.opt(",\"column_count\":", ev.column_count);
+    l.some(",\"command\":", ev.command_name);
+    l.num(",\"conn\":", ev.conn);
+    l.some(",\"database\":", ev.database);
     if (!ev.details.empty()) {
-        w.key("details");
-        w.begin_array();
+        FlatWriter &f = l.key(",\"details\":");
+        bool first = true;
         for (const auto &d : ev.details) {
-            w.value(d);
+            f.lit(first ? "[" : ",");
+            f.str(d);
+            first = false;
         }
-        w.end_array();
+        f.lit("]");
     }
-    put(w, "error_code", ev.error_code);
+    l.opt(",\"error_code\":", ev.error_code);
     if (ev.error_code) {
-        w.field("error_message", ev.error_message);
+        l.str(",\"error_message\":", ev.error_message);
     }
-    w.field("event", protocol::event_name(ev.event));
-    w.field("kind", "protocol");
-    put(w, "last_insert_id", ev.last_insert_id);
+    l.name(",\"event\":", kQuotedEvents, ev.event, protocol::event_name);
+    l.word(",\"kind\":", "protocol");
+    l.opt(",\"last_insert_id\":", ev.last_insert_id);
     if (options.dump) {
         if (ev.packet_redacted) {
-            w.field("packet_redacted", true);
+            l.key(",\"packet_redacted\":").lit("true");
         } else if (!ev.packet.empty()) {
-            w.field("packet_hex", to_hex(ev.packet));
+            l.word(",\"packet_hex\":", to_hex(ev.packet));
         }
     }
-    w.field("pid", ev.pid);
-    put(w, "query_attributes", ev.query_attributes);
-    put(w, "row_count", ev.row_count);
-    put(w, "seq", ev.seq);
-    put(w, "server_connection_id", ev.server_connection_id);
-    put(w, "server_version", ev.server_version);
+    l.num(",\"pid\":", ev.pid);
+    l.attrs(",\"query_attributes\":", ev.query_attributes);
+    l.opt(",\"row_count\":", ev.row_count);
+    l.opt(",\"seq\":", ev.seq);
+    l.opt(",\"server_connection_id\":", ev.server_connection_id);
+    l.some(",\"server_version\":", ev.server_version);
     if (ev.from_library) {
-        w.field("source", "library");
+        l.word(",\"source\":", "library");
     }
-    put(w, "sql", ev.sql);
-    put(w, "sql_bytes", ev.sql_bytes);
-    put(w, "sqlstate", ev.sqlstate);
-    w.field("stage", protocol::stage_name(ev.stage));
-    put(w, "statement_id", ev.statement_id);
-    put(w, "status_flags", ev.status_flags);
-    w.field("tid", ev.tid);
+    l.opt_str(",\"sql\":", ev.sql);
+    l.opt(",\"sql_bytes\":", ev.sql_bytes);
+    l.some(",\"sqlstate\":", ev.sqlstate);
+    l.name(",\"stage\":", kQuotedStages, ev.stage, protocol::stage_name);
+    l.opt(",\"statement_id\":", ev.statement_id);
+    l.opt(",\"status_flags\":", ev.status_flags);
+    l.num(",\"tid\":", ev.tid);
     if (ev.truncated) {
-        w.field("truncated", true);
+        l.key(",\"truncated\":").lit("true");
     }
-    w.field("ts_ns", ev.ts_ns);
-    put(w, "user", ev.user);
-    put(w, "warnings", ev.warnings);
-    w.end_object();
-    out += '\n';
+    l.num(",\"ts_ns\":", ev.ts_ns);
+    l.some(",\"user\":", ev.user);
+    l.opt(",\"warnings\":", ev.warnings);
 }
 
 void append_command_summary_json(std::string &out, const CommandSummary &s) {
-    JsonWriter w(out);
-    w.begin_object();
-    put(w, "affected_rows", s.affected_rows);
-    w.field("bytes_received", s.bytes_received);
-    w.field("bytes_sent", s.bytes_sent);
-    w.field("command", s.command_name);
-    w.field("conn", s.conn);
-    w.field("duration_ns", s.ts_end_ns - s.ts_start_ns);
-    put(w, "error_code", s.error_code);
+    Line l(out);
+    l.opt(",\"affected_rows\":", s.affected_rows);
+    l.num(",\"bytes_received\":", s.bytes_received);
+    l.num(",\"bytes_sent\":", s.bytes_sent);
+    l.str(",\"command\":", s.command_name);
+    l.num(",\"conn\":", s.conn);
+    l.num(",\"duration_ns\":", s.ts_end_ns - s.ts_start_ns);
+    l.opt(",\"error_code\":", s.error_code);
     if (s.error_code) {
-        w.field("error_message", s.error_message);
+        l.str(",\"error_message\":", s.error_message);
     }
-    w.field("kind", "protocol_command");
-    w.field("pid", s.pid);
-    put(w, "query_attributes", s.query_attributes);
-    w.field("result", protocol::command_result_name(s.result));
-    w.field("result_sets", s.result_sets);
-    w.field("rows", s.rows);
-    w.field("server_wait_ns", s.server_wait_ns);
-    put(w, "sql", s.sql);
-    put(w, "sql_bytes", s.sql_bytes);
-    put(w, "statement_id", s.statement_id);
-    end_timed(w, out, s.tid, s.ts_end_ns, s.ts_start_ns);
+    l.word(",\"kind\":", "protocol_command");
+    l.num(",\"pid\":", s.pid);
+    l.attrs(",\"query_attributes\":", s.query_attributes);
+    l.word(",\"result\":", protocol::command_result_name(s.result));
+    l.num(",\"result_sets\":", s.result_sets);
+    l.num(",\"rows\":", s.rows);
+    l.num(",\"server_wait_ns\":", s.server_wait_ns);
+    l.opt_str(",\"sql\":", s.sql);
+    l.opt(",\"sql_bytes\":", s.sql_bytes);
+    l.opt(",\"statement_id\":", s.statement_id);
+    l.num(",\"tid\":", s.tid);
+    l.num(",\"ts_end_ns\":", s.ts_end_ns);
+    l.num(",\"ts_start_ns\":", s.ts_start_ns);
 }
 
 void append_api_call_json(std::string &out, const protocol::ApiCall &call) {

@@ -17,28 +17,6 @@ using protocol::ProtocolEvent;
 // checks every line of the recorded sessions against nlohmann's dump of it).
 namespace {
 
-template <typename T>
-void put(JsonWriter &w, std::string_view key, const std::optional<T> &v) {
-    if (v) {
-        w.field(key, *v);
-    }
-}
-
-void put(JsonWriter &w, std::string_view key, std::string_view v) {
-    if (!v.empty()) {
-        w.field(key, v);
-    }
-}
-
-// The keys that sort last in a line with a start and an end, and the line's end.
-void end_timed(JsonWriter &w, std::string &out, uint32_t tid, uint64_t end_ns, uint64_t start_ns) {
-    w.field("tid", tid);
-    w.field("ts_end_ns", end_ns);
-    w.field("ts_start_ns", start_ns);
-    w.end_object();
-    out += '\n';
-}
-
 // Stage and event names as JSON strings, quotes included, made once: they
 // are in every event's line. A value past the table is quoted as it comes.
 template <typename Enum, size_t N>
@@ -97,6 +75,11 @@ class Line {
         if (v) {
             key(k).str(*v);
         }
+    }
+    template <size_t N>
+    void flag(const char (&k)[N], bool v) {
+        FlatWriter &f = key(k);
+        v ? f.lit("true") : f.lit("false");
     }
     // A name of static storage that needs no escaping (an enum's name).
     template <size_t N>
@@ -231,35 +214,35 @@ void append_command_summary_json(std::string &out, const CommandSummary &s) {
 
 void append_api_call_json(std::string &out, const protocol::ApiCall &call) {
     // The argument's key depends on the call; it goes where its name sorts.
-    const std::string_view arg_key = call.func == "mysql_select_db"    ? "schema"
-                                     : call.func == "mysql_bind_param" ? "attributes"
-                                                                       : "sql";
-    JsonWriter w(out);
-    w.begin_object();
-    if (arg_key == "attributes") {
-        put(w, arg_key, call.arg);
+    const bool schema = call.func == "mysql_select_db";
+    const bool attributes = call.func == "mysql_bind_param";
+    Line l(out);
+    if (attributes) {
+        l.opt_str(",\"attributes\":", call.arg);
     }
-    w.field("conn", call.conn);
-    w.field("duration_ns", call.ts_end_ns - call.ts_begin_ns);
-    put(w, "error_code", call.error_code);
-    put(w, "error_message", call.error_message);
-    w.field("failed", call.failed);
-    w.field("function", call.func);
-    w.field("handle", call.handle);
-    w.field("kind", "api");
-    w.field("pid", call.pid);
-    w.field("ret", call.ret);
-    if (arg_key == "schema") {
-        put(w, arg_key, call.arg);
+    l.num(",\"conn\":", call.conn);
+    l.num(",\"duration_ns\":", call.ts_end_ns - call.ts_begin_ns);
+    l.opt(",\"error_code\":", call.error_code);
+    l.some(",\"error_message\":", call.error_message);
+    l.flag(",\"failed\":", call.failed);
+    l.str(",\"function\":", call.func);
+    l.num(",\"handle\":", call.handle);
+    l.word(",\"kind\":", "api");
+    l.num(",\"pid\":", call.pid);
+    l.num(",\"ret\":", call.ret);
+    if (schema) {
+        l.opt_str(",\"schema\":", call.arg);
     }
-    put(w, "server_thread_id", call.server_thread_id);
-    w.field("server_wait_ns", call.server_wait_ns);
-    if (arg_key == "sql") {
-        put(w, arg_key, call.arg);
+    l.opt(",\"server_thread_id\":", call.server_thread_id);
+    l.num(",\"server_wait_ns\":", call.server_wait_ns);
+    if (!schema && !attributes) {
+        l.opt_str(",\"sql\":", call.arg);
     }
-    put(w, "sql_bytes", call.arg_bytes);
-    put(w, "sqlstate", call.sqlstate);
-    end_timed(w, out, call.tid, call.ts_end_ns, call.ts_begin_ns);
+    l.opt(",\"sql_bytes\":", call.arg_bytes);
+    l.some(",\"sqlstate\":", call.sqlstate);
+    l.num(",\"tid\":", call.tid);
+    l.num(",\"ts_end_ns\":", call.ts_end_ns);
+    l.num(",\"ts_start_ns\":", call.ts_begin_ns);
 }
 
 std::string render_protocol_json(const ProtocolEvent &ev, const ProtocolJsonOptions &options) {

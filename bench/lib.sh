@@ -33,6 +33,7 @@
 #                   never wait, so this is --locks' cost without contention)
 #   client          `mysqltrace client` attached to sysbench
 #   client-summary  the same with --summary-only
+#   client-json     the same with --format json (to /dev/null, as client's text)
 #   run             `mysqltrace run -- sysbench` (the shim's USDT probes)
 #   run-no-api      the same with --no-api
 #   shim-idle       sysbench with libmysqltrace-shim.so preloaded, no tracer
@@ -47,7 +48,7 @@
 # performance_schema is OFF only where asked.
 
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BENCH_ALL_CONFIGS="baseline floor statements statements-json statements-slowlog statements-multi duty duty-sampled sampled exact traps waits table-io transactions locks client client-summary run run-no-api shim-idle pfs-stages pfs"
+BENCH_ALL_CONFIGS="baseline floor statements statements-json statements-slowlog statements-multi duty duty-sampled sampled exact traps waits table-io transactions locks client client-summary client-json run run-no-api shim-idle pfs-stages pfs"
 # Enough for the 200-connection memory runs (the default is 151).
 BENCH_MAX_CONNECTIONS=${BENCH_MAX_CONNECTIONS:-512}
 BENCH_TABLE_SIZE=${BENCH_TABLE_SIZE:-10000}
@@ -340,8 +341,9 @@ bench_run() {
       cpu0=${win0##* } cpu1=${win1##* }
       bench_prog_stats "$bench_tracer" "$work/runs/$tag.ps1"
       bench_stop_tracer "$err" ;;
-    client | client-summary)
+    client | client-summary | client-json)
       [ "$cfg" = client-summary ] && extra=(--summary-only)
+      [ "$cfg" = client-json ] && extra=(--format json)
       # sysbench waits at a gate until the tracer is attached to its pid.
       rm -f "$work/gate"
       mkfifo "$work/gate"

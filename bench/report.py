@@ -32,6 +32,7 @@ NAMES = {
     "transactions": "`mysqltrace server --stages off --transactions` (statements + transactions)",
     "client": "`mysqltrace client` on sysbench",
     "client-summary": "`mysqltrace client --summary-only` on sysbench",
+    "client-json": "`mysqltrace client --format json` on sysbench",
     "run": "`mysqltrace run -- sysbench` (shim)",
     "run-no-api": "`mysqltrace run --no-api -- sysbench`",
     "shim-idle": "shim preloaded, no tracer",

@@ -764,10 +764,11 @@ TEST(Wl6226, AttachMidStreamInfersDeprecatedEof) {
     EXPECT_NE(find_event(c, TraceEvent::packet_received, "Row: 1, 'apple'"), nullptr);
 }
 
-TEST(Wl6226, AttachAfterThePrepareSaysWhyBinaryRowsAreNotShown) {
+TEST(Wl6226, AttachAfterThePrepareSaysWhatItCannotShow) {
     // sysbench's executes after the prepare: MariaDB skips the column
     // definitions the client caches, so a trace that begins here never sees
-    // the row's column types, and says so instead of an empty "Row: ".
+    // the row's column types, and says so instead of an empty "Row: "; nor
+    // the statement's text, and says that too.
     auto recs = fixture::load_fixture("sysbench_point_select");
     Collector full = run(recs);
     size_t from = 0;
@@ -797,6 +798,18 @@ TEST(Wl6226, AttachAfterThePrepareSaysWhyBinaryRowsAreNotShown) {
     }
     // One row for each of the 399 executes the trace saw.
     EXPECT_EQ(unknown, 399u);
+    // Each execute says its statement's text went by before the trace.
+    size_t executes_seen = 0;
+    for (const auto *e : c.of(TraceEvent::send_command)) {
+        if (e->command != com::stmt_execute) {
+            continue;
+        }
+        ++executes_seen;
+        ASSERT_GE(e->details.size(), 2u);
+        EXPECT_EQ(e->details.back(), "Statement: unknown (prepared before the trace began)");
+        EXPECT_EQ(e->details[e->details.size() - 2], "STMT_EXECUTE: 1");
+    }
+    EXPECT_EQ(executes_seen, 399u);
     // From the start, the prepare's column definitions type the rows.
     size_t typed = 0;
     for (const auto *e : full.of(TraceEvent::packet_received)) {

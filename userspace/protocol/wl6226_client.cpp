@@ -482,6 +482,12 @@ void ConnectionTracer::describe_command(ProtocolEvent &ev, const Command &c, con
             }
             if (stmt != nullptr && stmt->sql) {
                 add_line(ev, "Statement: ", *stmt->sql);
+            } else if (stmt == nullptr && cmd->statement_id != 0xFFFFFFFFu &&
+                       (cmd->code == com::stmt_execute || cmd->code == com::stmt_bulk_execute ||
+                        cmd->code == com::stmt_fetch)) {
+                // What runs a statement whose prepare went by before the
+                // trace began says so, rather than leave its text out unsaid.
+                add_line(ev, "Statement: unknown (prepared before the trace began)");
             }
             if (!cmd->params.empty()) {
                 detail::append_joined(add_line(ev, "Parameters: "), cmd->params, ", ");

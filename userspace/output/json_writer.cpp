@@ -107,36 +107,11 @@ bool needs_care(uint64_t x) {
 }  // namespace
 
 void append_json_string(std::string &out, std::string_view s) {
-    out += '"';
-    size_t i = 0;
-    while (i < s.size()) {
-        size_t run = i;
-        while (run < s.size() && copies_verbatim(static_cast<unsigned char>(s[run]))) {
-            run++;
-        }
-        out.append(s.data() + i, run - i);
-        i = run;
-        if (i == s.size()) {
-            break;
-        }
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c >= 0x80) {
-            size_t bad = 0;
-            const size_t len = utf8_sequence(s, i, bad);
-            if (len) {
-                out.append(s.data() + i, len);
-                i += len;
-            } else {
-                out += kReplacement;
-                i += bad;
-            }
-            continue;
-        }
-        char esc[6];
-        out.append(esc, put_escape(esc, c));
-        i++;
-    }
-    out += '"';
+    // Written in place by put_json_string(), then cut to what it wrote: one
+    // escaping loop for both.
+    const size_t at = out.size();
+    out.resize(at + json_string_room(s.size()));
+    out.resize(at + put_json_string(out.data() + at, s));
 }
 
 size_t put_json_string(char *out, std::string_view s) {

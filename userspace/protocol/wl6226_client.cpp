@@ -482,7 +482,7 @@ void ConnectionTracer::describe_command(ProtocolEvent &ev, const Command &c, con
             }
             if (stmt != nullptr && stmt->sql) {
                 add_line(ev, "Statement: ", *stmt->sql);
-            } else if (stmt == nullptr && cmd->statement_id != 0xFFFFFFFFu &&
+            } else if (stmt == nullptr && cmd->statement_id && *cmd->statement_id != 0xFFFFFFFFu &&
                        (cmd->code == com::stmt_execute || cmd->code == com::stmt_bulk_execute ||
                         cmd->code == com::stmt_fetch)) {
                 // What runs a statement whose prepare went by before the

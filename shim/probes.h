@@ -29,8 +29,8 @@ extern volatile unsigned short mysqltrace_trace_event_semaphore;
 // a tracer attaches a uprobe per site, and each uprobe's removal waits out
 // RCU grace periods (~0.1 s here) when a trace ends. Called only while the
 // probe's semaphore is set; the call costs nanoseconds next to the trap's
-// microseconds. The argument types fix the sizes in the notes to what
-// bpf/client.bpf.c reads.
+// microseconds. Each fills its probe's struct (usdt.h) on its stack and fires
+// the probe with the struct's address.
 void mt_fire_io(int op, uint32_t conn, int fd, uint64_t ptr, uint64_t len, int64_t ret, int kind,
                 int family, uint64_t start_ns, uint64_t begin);
 void mt_fire_api_begin(int func, uint64_t handle, uint32_t conn, uint64_t arg, uint64_t arg_len);

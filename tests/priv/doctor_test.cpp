@@ -97,4 +97,24 @@ TEST(Cli, VersionHelpAndUsageErrors) {
     EXPECT_NE(nopid.err.find("--pid is required"), std::string::npos) << nopid.err;
 }
 
+// A shim whose probes have another shape (an older version's, given with
+// --shim) is refused before the command starts, not traced wrongly.
+TEST(Cli, RunRefusesAShimOfAnotherVersion) {
+    MYSQLTRACE_REQUIRE_ROOT();
+    const std::string old = MYSQLTRACE_TESTPROGS_DIR "/libshim_old_probes.so";
+    const std::string marker =
+        std::filesystem::temp_directory_path() / ("mt-old-shim-" + std::to_string(getpid()));
+    auto r = run_command(
+        {MYSQLTRACE_BINARY, "run", "--shim", old, "--", "/bin/sh", "-c", "touch " + marker});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err.rfind("mysqltrace: " + old +
+                              " is a shim of another mysqltrace version: its "
+                              "probe mysqltrace:io takes 10 arguments (",
+                          0),
+              0u)
+        << r.err;
+    EXPECT_FALSE(std::filesystem::exists(marker));
+    std::filesystem::remove(marker);
+}
+
 }  // namespace

@@ -22,6 +22,7 @@
 #include "elf/disassembler.h"
 #include "elf/elf_file.h"
 #include "mysqltrace/abi/usdt.h"
+#include "run/shim_probes.h"
 
 namespace {
 
@@ -134,17 +135,14 @@ std::vector<std::string> split(const std::string &s) {
     return v;
 }
 
-// Argument sizes per probe, as bpf/client.bpf.c reads them (negative: signed).
+// Argument sizes per probe, as bpf/client.bpf.c reads them: the address of
+// the probe's struct, alone.
 const std::map<std::string, std::vector<int>> &contract() {
     static const std::map<std::string, std::vector<int>> c = {
-        // io(op, conn, fd, ptr, len, ret, kind, family, start_ns, begin)
-        {MT_USDT_IO, {-4, 4, -4, 8, 8, -8, -4, -4, 8, 8}},
-        // api_begin(func, handle, conn, arg, arg_len)
-        {MT_USDT_API_BEGIN, {-4, 8, 4, 8, 8}},
-        // api_end(func, handle, conn, ret, error_code, sqlstate, message, thread_id, begin)
-        {MT_USDT_API_END, {-4, 8, 4, -8, 4, 8, 8, 4, 8}},
-        // trace_event(handle, stage, event, conn)
-        {MT_USDT_TRACE_EVENT, {8, -4, -4, 4}},
+        {MT_USDT_IO, {8}},
+        {MT_USDT_API_BEGIN, {8}},
+        {MT_USDT_API_END, {8}},
+        {MT_USDT_TRACE_EVENT, {8}},
     };
     return c;
 }
@@ -189,6 +187,44 @@ TEST(ShimSites, ArgumentSizesAndFormsAreWhatBpfReads) {
                 << n.name << " argument " << i + 1 << ": " << n.args;
         }
     }
+}
+
+// `mysqltrace run` checks the shim it preloads (its own, or --shim's) the
+// same way before it starts anything.
+TEST(ShimSites, RunAcceptsThisShim) {
+    auto r = mysqltrace::run::check_shim_probes(MYSQLTRACE_SHIM_PATH);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+}
+
+TEST(ShimSites, RunRefusesAShimOfTheOldProbeShapes) {
+    const std::string path = MYSQLTRACE_TESTPROGS_DIR "/libshim_old_probes.so";
+    auto r = mysqltrace::run::check_shim_probes(path);
+    ASSERT_FALSE(r.ok());
+    // The operands in between are the compiler's choice.
+    const std::string &m = r.error().message;
+    const std::string head =
+        path +
+        " is a shim of another mysqltrace version: its probe mysqltrace:io takes 10 "
+        "arguments (-4@";
+    const std::string tail =
+        "), where this mysqltrace reads one, the address of its record; use the shim installed "
+        "with this mysqltrace";
+    EXPECT_EQ(m.substr(0, head.size()), head) << m;
+    ASSERT_GE(m.size(), tail.size()) << m;
+    EXPECT_EQ(m.substr(m.size() - tail.size()), tail) << m;
+}
+
+TEST(ShimSites, RunRefusesAFileWithoutTheProbes) {
+    const std::string path = MYSQLTRACE_TESTPROGS_DIR "/calltree";
+    auto r = mysqltrace::run::check_shim_probes(path);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message, path +
+                                     " is not a mysqltrace shim of this version: it has no USDT "
+                                     "probe mysqltrace:io; use the shim installed with this "
+                                     "mysqltrace");
+    auto missing = mysqltrace::run::check_shim_probes("/nonexistent/libmysqltrace-shim.so");
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.error().code, ENOENT);
 }
 
 TEST(ShimSites, SemaphoresAreFileBackedAndOnePerProbe) {

@@ -27,7 +27,7 @@ constexpr size_t kAddrs = 3 * 8;      // pc, base, semaphore precede the names
 
 }  // namespace
 
-Result<std::vector<UsdtName>> usdt_names(const std::string &path) {
+Result<std::vector<UsdtNote>> usdt_notes(const std::string &path) {
     if (elf_version(EV_CURRENT) == EV_NONE) {
         return Error{0, "libelf is too old"};
     }
@@ -39,7 +39,7 @@ Result<std::vector<UsdtName>> usdt_names(const std::string &path) {
     if (!e || elf_kind(e.get()) != ELF_K_ELF) {
         return Error{ENOEXEC, path + " is not an ELF file"};
     }
-    std::vector<UsdtName> out;
+    std::vector<UsdtNote> out;
     Elf_Scn *scn = nullptr;
     while ((scn = elf_nextscn(e.get(), scn)) != nullptr) {
         GElf_Shdr sh;
@@ -70,10 +70,26 @@ Result<std::vector<UsdtName>> usdt_names(const std::string &path) {
             if (name_end == nullptr) {
                 continue;
             }
-            UsdtName u{std::string(s, provider_end), std::string(n, name_end)};
-            if (std::find(out.begin(), out.end(), u) == out.end()) {
-                out.push_back(std::move(u));
-            }
+            const char *a = name_end + 1;
+            const char *args_end =
+                a < end ? static_cast<const char *>(std::memchr(a, 0, end - a)) : nullptr;
+            out.push_back({std::string(s, provider_end), std::string(n, name_end),
+                           args_end != nullptr ? std::string(a, args_end) : std::string()});
+        }
+    }
+    return out;
+}
+
+Result<std::vector<UsdtName>> usdt_names(const std::string &path) {
+    auto notes = usdt_notes(path);
+    if (!notes) {
+        return notes.error();
+    }
+    std::vector<UsdtName> out;
+    for (auto &n : *notes) {
+        UsdtName u{std::move(n.provider), std::move(n.name)};
+        if (std::find(out.begin(), out.end(), u) == out.end()) {
+            out.push_back(std::move(u));
         }
     }
     return out;

@@ -12,6 +12,7 @@
 
 #include "cli/protocol_trace.h"
 #include "run/launcher.h"
+#include "run/shim_probes.h"
 #if __has_include("mysqltrace/shim_path.h")
 #include "mysqltrace/shim_path.h"
 #endif
@@ -72,6 +73,10 @@ int run_run(const RunArgs &a, const GlobalOptions &g) {
     auto shim = find_shim(a.shim);
     if (!shim) {
         std::cerr << "mysqltrace: " << shim.error().message << "\n";
+        return kExitFailure;
+    }
+    if (auto checked = run::check_shim_probes(*shim); !checked) {
+        std::cerr << "mysqltrace: " << checked.error().message << "\n";
         return kExitFailure;
     }
     run::LaunchOptions lo;

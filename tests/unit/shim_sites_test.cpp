@@ -11,7 +11,6 @@
 #include <memory>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <libelf.h>
 
+#include "calls/usdt_notes.h"
 #include "elf/disassembler.h"
 #include "elf/elf_file.h"
 #include "mysqltrace/abi/usdt.h"
@@ -126,15 +126,6 @@ const ShimElf &shim() {
     return elf;
 }
 
-std::vector<std::string> split(const std::string &s) {
-    std::istringstream in(s);
-    std::vector<std::string> v;
-    for (std::string w; in >> w;) {
-        v.push_back(w);
-    }
-    return v;
-}
-
 // Argument sizes per probe, as bpf/client.bpf.c reads them: the address of
 // the probe's struct, alone.
 const std::map<std::string, std::vector<int>> &contract() {
@@ -178,7 +169,7 @@ TEST(ShimSites, ArgumentSizesAndFormsAreWhatBpfReads) {
     for (const auto &n : shim().notes) {
         auto want = contract().find(n.name);
         ASSERT_NE(want, contract().end()) << n.name;
-        auto args = split(n.args);
+        auto args = mysqltrace::calls::usdt_arg_list(n.args);
         ASSERT_EQ(args.size(), want->second.size()) << n.name << ": " << n.args;
         for (size_t i = 0; i < args.size(); i++) {
             std::smatch m;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <sstream>
 
 #include <gelf.h>
 #include <libelf.h>
@@ -76,6 +77,15 @@ Result<std::vector<UsdtNote>> usdt_notes(const std::string &path) {
             out.push_back({std::string(s, provider_end), std::string(n, name_end),
                            args_end != nullptr ? std::string(a, args_end) : std::string()});
         }
+    }
+    return out;
+}
+
+std::vector<std::string> usdt_arg_list(const std::string &args) {
+    std::istringstream in(args);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;) {
+        out.push_back(std::move(w));
     }
     return out;
 }

@@ -28,6 +28,9 @@ struct UsdtNote {
 // Every probe note of `path`, in file order (none: empty).
 Result<std::vector<UsdtNote>> usdt_notes(const std::string &path);
 
+// The operands of a note's argument list ("size@operand" each), in order.
+std::vector<std::string> usdt_arg_list(const std::string &args);
+
 // The distinct provider:name pairs of `path`'s probe notes (none: empty).
 Result<std::vector<UsdtName>> usdt_names(const std::string &path);
 

@@ -2,7 +2,6 @@
 #include "run/shim_probes.h"
 
 #include <cerrno>
-#include <sstream>
 #include <vector>
 
 #include "calls/usdt_notes.h"
@@ -13,15 +12,6 @@ namespace mysqltrace::run {
 namespace {
 
 constexpr const char *kAdvice = "; use the shim installed with this mysqltrace";
-
-std::vector<std::string> words(const std::string &s) {
-    std::istringstream in(s);
-    std::vector<std::string> v;
-    for (std::string w; in >> w;) {
-        v.push_back(w);
-    }
-    return v;
-}
 
 }  // namespace
 
@@ -38,7 +28,7 @@ Result<void> check_shim_probes(const std::string &path) {
                 continue;
             }
             found = true;
-            const auto args = words(n.args);
+            const auto args = calls::usdt_arg_list(n.args);
             if (args.size() != 1 || args[0].rfind("8@", 0) != 0) {
                 return Error{EINVAL, path + " is a shim of another mysqltrace version: its probe " +
                                          MT_USDT_PROVIDER + ":" + name + " takes " +

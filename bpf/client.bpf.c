@@ -717,7 +717,7 @@ int BPF_PROG(client_exit, struct task_struct *task)
 // Each carries the address of its struct on the firing thread's stack: one
 // argument and one read, where an argument each cost ~75 ns.
 
-static __noinline int deferred_begin(__u32 tgid, __u64 info);
+static __noinline int begin_record(__u32 tgid, __u64 info);
 
 SEC("usdt")
 int BPF_USDT(client_shim_io, __u64 at)
@@ -732,7 +732,7 @@ int BPF_USDT(client_shim_io, __u64 at)
     if (!traced(tgid) || bpf_probe_read_user(&p, sizeof(p), (const void *)at))
         return 0;
     if (p.begin)
-        deferred_begin(tgid, p.begin);
+        begin_record(tgid, p.begin);
     ev = claim(&slot);
     if (!ev)
         return 0;
@@ -795,7 +795,7 @@ static __always_inline void api_emit(struct mt_api_event *ev)
 // its function, handle, connection and up to MT_MAX_API_TEXT bytes of its
 // text argument, stamped with the call's begin, or now when it has none
 // (an api_begin hit). One read of the struct, one of the text.
-static __noinline int deferred_begin(__u32 tgid, __u64 info)
+static __noinline int begin_record(__u32 tgid, __u64 info)
 {
     struct mt_api_begin_info b;
     struct mt_api_event *ev;
@@ -826,7 +826,7 @@ int BPF_USDT(client_shim_api_begin, __u64 at)
 
     if (!traced(tgid))
         return 0;
-    return deferred_begin(tgid, at);
+    return begin_record(tgid, at);
 }
 
 SEC("usdt")
@@ -841,7 +841,7 @@ int BPF_USDT(client_shim_api_end, __u64 at)
     if (!traced(tgid) || bpf_probe_read_user(&p, sizeof(p), (const void *)at))
         return 0;
     if (p.begin)
-        deferred_begin(tgid, p.begin);
+        begin_record(tgid, p.begin);
     ev = api_record(&slot, tgid, MT_API_END, p.func, p.handle, p.conn);
     if (!ev)
         return 0;

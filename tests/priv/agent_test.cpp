@@ -5,13 +5,15 @@
 // its BPF links or maps left, and a restarted server (same datadir, port
 // and socket, new pid) attached again. A configuration file, its per-server
 // sections and SIGHUP: a disabled server left alone, then attached; another
-// attached again with a format more; a broken file reported, the last good
-// one kept.
+// attached again with a format more, writing on in the same file; a broken
+// file reported, the last good one kept. A busy connection through such a
+// reload: each statement traced once.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <iterator>
 #include <cstdio>
@@ -386,6 +388,30 @@ std::vector<std::string> texts_of(std::initializer_list<std::string> tags) {
     return out;
 }
 
+// What `got` has that `want` has not, and the other way round, counted
+// (a gap or a statement written twice), and where they first part.
+std::string differences(const std::vector<std::string> &got, const std::vector<std::string> &want) {
+    std::map<std::string, int> n;
+    for (const auto &s : got) {
+        n[s]++;
+    }
+    for (const auto &s : want) {
+        n[s]--;
+    }
+    std::string out =
+        std::to_string(got.size()) + " traced, " + std::to_string(want.size()) + " run;";
+    for (const auto &[text, k] : n) {
+        if (k != 0) {
+            out += " " + text + (k > 0 ? " +" : " ") + std::to_string(k) + ";";
+        }
+    }
+    const auto part = std::ranges::mismatch(got, want);
+    if (part.in1 != got.end()) {
+        out += " first apart at " + std::to_string(part.in1 - got.begin()) + ": " + *part.in1;
+    }
+    return out;
+}
+
 void write_config(const std::string &path, const std::string &text) {
     // Replaced whole, as an editor's save or a package upgrade does.
     std::ofstream(path + ".new") << text;
@@ -509,10 +535,10 @@ TEST_F(AgentTest, ConfigFileSectionsAndSighupReload) {
               std::string::npos)
         << result.err;
 
-    // A: its first attach's file rotated away by the second; the slow log
-    // from the reload on.
-    EXPECT_EQ(all_texts(dir_a + "/statements.json.1"), texts_of({"before_a"}));
-    EXPECT_EQ(all_texts(dir_a + "/statements.json"), texts_of({"after_a", "broken_a"}));
+    // A: one statements.json across its two attachments; the slow log from
+    // the reload on.
+    EXPECT_EQ(all_texts(dir_a + "/statements.json"), texts_of({"before_a", "after_a", "broken_a"}));
+    EXPECT_FALSE(fs::exists(dir_a + "/statements.json.1"));
     const std::string slow = harness::read_file(dir_a + "/slow.log").value_or("");
     EXPECT_EQ(count_of(slow, "# Query_time: "), 4u) << slow;
     for (const auto &t : texts_of({"after_a", "broken_a"})) {
@@ -523,6 +549,142 @@ TEST_F(AgentTest, ConfigFileSectionsAndSighupReload) {
     EXPECT_EQ(all_texts(dir_b + "/statements.json"), texts_of({"after_b", "broken_b"}));
     EXPECT_FALSE(fs::exists(dir_b + "/statements.json.1"));
     EXPECT_FALSE(fs::exists(dir_b + "/slow.log"));
+}
+
+// A reload that attaches a busy server again: the new probes go in before
+// the old come out, so every statement of a connection that runs through it
+// is traced once, in the file of the attachment on its side of the cut.
+void reload_traces_every_statement_once(ServerFlavour flavour, const std::string &base,
+                                        const std::string &out) {
+    ServerOptions opts;
+    opts.flavour = flavour;
+    auto a = MariadbServer::start(opts);
+    ASSERT_TRUE(a) << a.error().message;
+    const std::string pa = "pid=" + std::to_string((*a)->pid());
+    const std::string dir_a = out + (flavour == ServerFlavour::mysql ? "/mysql-" : "/mariadb-") +
+                              std::to_string((*a)->port());
+    const std::string conf = base + "/agent.conf";
+    const std::string agent_section = "[agent]\noutput_dir = " + out + "\nsocket_prefix = " + base +
+                                      "/\nrescan_ms = 200\nformats = json\n";
+    write_config(conf, agent_section);
+    BackgroundCommand agent({MYSQLTRACE_BINARY, "agent", "--config", conf, "--control-socket", ""});
+    ASSERT_TRUE(agent.wait_for_stderr("agent watching")) << agent.stderr_so_far();
+    double took = 0;
+    wait_attached(agent, (*a)->pid(), &took);
+
+    // One connection, a statement a millisecond, each its own text.
+    std::atomic<bool> done{false};
+    std::atomic<int> sent{0};
+    std::thread client([&] {
+        MYSQL *m = connect_to(**a);
+        while (!done) {
+            EXPECT_EQ(run_query(m, "SELECT " + std::to_string(sent.load()) + " AS seq"), 0u);
+            sent++;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        mysql_close(m);
+    });
+    auto wait_sent = [&](int n) {
+        for (int i = 0; i < 3000 && sent < n; i++) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+    };
+    wait_sent(200);
+    write_config(conf, agent_section + "\n[server port=" + std::to_string((*a)->port()) +
+                           "]\nformats = json, slowlog\n");
+    ::kill(agent.pid(), SIGHUP);
+    EXPECT_TRUE(agent.wait_for_stderr("detached " + pa + " (settings changed): "))
+        << agent.stderr_so_far();
+    const int at_reload = sent;
+    wait_sent(at_reload + 200);
+    done = true;
+    client.join();
+    auto result = agent.stop(SIGTERM);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+
+    std::vector<std::string> expected;
+    for (int i = 0; i < sent; i++) {
+        expected.push_back("SELECT " + std::to_string(i) + " AS seq");
+    }
+    // One file across the reload, each statement once, in order.
+    const auto traced = all_texts(dir_a + "/statements.json");
+    EXPECT_TRUE(traced == expected) << differences(traced, expected);
+    EXPECT_FALSE(fs::exists(dir_a + "/statements.json.1"));
+    // The cut fell inside the run: the attachment before wrote the first
+    // `before` statements, the new one (with the slow log) the rest.
+    const std::string detached = "detached " + pa + " (settings changed): ";
+    const size_t at = result.err.find(detached);
+    ASSERT_NE(at, std::string::npos) << result.err;
+    const int before = std::atoi(result.err.c_str() + at + detached.size());
+    EXPECT_EQ(result.err.substr(at, result.err.find('\n', at) - at),
+              detached + std::to_string(before) + " statements, 0 records dropped");
+    EXPECT_GE(before, 200);
+    EXPECT_GE(sent - before, 200);
+    const std::string slow = harness::read_file(dir_a + "/slow.log").value_or("");
+    EXPECT_EQ(count_of(slow, " AS seq;\n"), static_cast<size_t>(sent - before))
+        << slow.substr(0, 2000);
+    const size_t first = slow.find(" AS seq;\n");
+    ASSERT_NE(first, std::string::npos) << slow.substr(0, 2000);
+    const size_t line = slow.rfind('\n', first) + 1;
+    EXPECT_EQ(slow.substr(line, first - line + 8), "SELECT " + std::to_string(before) + " AS seq;");
+}
+
+TEST_F(AgentTest, ReloadTracesEveryStatementOnce) {
+    reload_traces_every_statement_once(ServerFlavour::mariadb, base_, out_);
+}
+
+// MySQL's start times are on the wall clock; its query ids the same rule.
+TEST_F(AgentTest, ReloadTracesEveryStatementOnceMysql) {
+    reload_traces_every_statement_once(ServerFlavour::mysql, base_, out_);
+}
+
+// A reload whose new settings cannot be attached: the attachment before
+// goes on, losing nothing, and the next reload tries again.
+TEST_F(AgentTest, ReloadThatCannotAttachKeepsTheSettingsBefore) {
+    ServerOptions opts;
+    opts.flavour = ServerFlavour::mariadb;
+    auto a = MariadbServer::start(opts);
+    ASSERT_TRUE(a) << a.error().message;
+    const std::string pa = "pid=" + std::to_string((*a)->pid());
+    const std::string name = "/mariadb-" + std::to_string((*a)->port());
+    const std::string out2 = base_ + "/out2";
+    const std::string conf = base_ + "/agent.conf";
+    auto config = [&](const std::string &dir) {
+        write_config(conf, "[agent]\noutput_dir = " + dir + "\nsocket_prefix = " + base_ +
+                               "/\nrescan_ms = 200\nformats = json\n");
+    };
+    config(out_);
+    BackgroundCommand agent({MYSQLTRACE_BINARY, "agent", "--config", conf, "--control-socket", ""});
+    ASSERT_TRUE(agent.wait_for_stderr("agent watching")) << agent.stderr_so_far();
+    double took = 0;
+    wait_attached(agent, (*a)->pid(), &took);
+    workload(**a, "first");
+
+    // The new output_dir holds a file where the server's directory goes.
+    fs::create_directories(out2);
+    std::ofstream(out2 + name) << "in the way\n";
+    config(out2);
+    ::kill(agent.pid(), SIGHUP);
+    EXPECT_TRUE(agent.wait_for_stderr(pa + ": cannot attach with the new settings (" + out2 + name +
+                                      " exists and is not a directory): tracing goes on with "
+                                      "the settings before\n"))
+        << agent.stderr_so_far();
+    workload(**a, "kept");
+
+    fs::remove(out2 + name);
+    ::kill(agent.pid(), SIGHUP);
+    EXPECT_TRUE(agent.wait_for_stderr("detached " + pa + " (settings changed): 4 statements"))
+        << agent.stderr_so_far();
+    workload(**a, "moved");
+    auto result = agent.stop(SIGTERM);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(count_of(result.err, "attached " + pa + " "), 2u) << result.err;
+    EXPECT_EQ(count_of(result.err, "not tracing"), 0u) << result.err;
+    EXPECT_NE(result.err.find("detached " + pa + " (terminated): 2 statements, 0 records dropped"),
+              std::string::npos)
+        << result.err;
+    EXPECT_EQ(all_texts(out_ + name + "/statements.json"), texts_of({"first", "kept"}));
+    EXPECT_EQ(all_texts(out2 + name + "/statements.json"), texts_of({"moved"}));
 }
 
 // The `otlp` key: a server's statements as spans and their durations as the

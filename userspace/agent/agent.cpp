@@ -12,12 +12,16 @@
 #include <cctype>
 #include <csignal>
 #include <filesystem>
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <tuple>
 #include <utility>
 
@@ -79,10 +83,20 @@ class Agent {
     bool wanted(const ProcessLabels &labels) const;
     void reload();
     void rescan();
-    void attach(const ProcessLabels &labels);
+    // The serial of its attachment, or nothing (said why). `replacing`: the
+    // serial of the same server's attachment with the settings before,
+    // which a failure leaves as it is (reattach()).
+    std::optional<uint64_t> attach(const ProcessLabels &labels,
+                                   std::optional<uint64_t> replacing = std::nullopt);
+    void reattach(uint64_t serial);
     void refuse(const ProcessLabels &labels, const std::string &why, bool attaching = false);
-    void detach(uint64_t serial, const char *why);
+    void detach(uint64_t serial, const char *why, TracedServer *heir = nullptr);
     void drain_all();
+    // `work()`, run on a thread of its own while this one drains the
+    // attached servers' rings: analysing and attaching a server takes 0.1 s
+    // to a few seconds, longer than a busy server's rings hold its records.
+    template <class F>
+    auto draining_meanwhile(F work) -> decltype(work());
     std::string snapshot() const;
     std::string metrics_text();
 
@@ -137,20 +151,29 @@ void Agent::refuse(const ProcessLabels &labels, const std::string &why, bool att
     say("not tracing pid=" + std::to_string(labels.id.pid) + " (" + labels.exe + "): " + why);
 }
 
-void Agent::attach(const ProcessLabels &labels) {
+std::optional<uint64_t> Agent::attach(const ProcessLabels &labels,
+                                      std::optional<uint64_t> replacing) {
     const pid_t pid = labels.id.pid;
-    auto resolved = resolve_traced_server(labels);
-    if (!resolved) {
-        if (resolved.error().code == ESRCH) {
-            return;  // gone meanwhile
+    // Tracing with the settings before goes on: not a server refused.
+    auto fail = [&](const std::string &why, bool attaching) {
+        if (replacing) {
+            say("pid=" + std::to_string(pid) + ": cannot attach with the new settings (" + why +
+                "): tracing goes on with the settings before");
+        } else {
+            refuse(labels, why, attaching);
         }
-        refuse(labels, resolved.error().message);
-        return;
+    };
+    auto resolved = draining_meanwhile([&labels] { return resolve_traced_server(labels); });
+    if (!resolved) {
+        if (resolved.error().code != ESRCH) {  // else gone meanwhile
+            fail(resolved.error().message, false);
+        }
+        return std::nullopt;
     }
     bpf::Fd pidfd(pidfd_open(pid));
     // The pidfd and what was analysed must be the process that was listed.
     if (!pidfd.valid() || start_ticks_now(pid) != labels.id.start_ticks) {
-        return;
+        return std::nullopt;
     }
     const ServerLabels sl = resolved->labels;
     std::string matched;
@@ -159,24 +182,29 @@ void Agent::attach(const ProcessLabels &labels) {
         say("not tracing pid=" + std::to_string(pid) + " (" + labels.exe +
             "): disabled by the configuration (" + (matched.empty() ? "[agent]" : matched) + ")");
         disabled_.emplace(labels.id, sl);
-        return;
+        return std::nullopt;
     }
     std::vector<std::string> notes;
-    auto traced = TracedServer::start(sl, std::move(resolved->target), settings.opts, notes);
+    const TracedServer *before = replacing ? attached_.at(*replacing).server.get() : nullptr;
+    auto traced = draining_meanwhile([&] {
+        return TracedServer::start(sl, std::move(resolved->target), settings.opts, notes, before);
+    });
     if (!traced) {
         if (start_ticks_now(pid) != labels.id.start_ticks) {
             say("pid=" + std::to_string(pid) + " exited while being attached");
-            return;
+            return std::nullopt;
         }
-        refuse(labels, traced.error().message, true);
-        return;
+        fail(traced.error().message, true);
+        return std::nullopt;
     }
     const uint64_t serial = next_serial_++;
     Attached a{std::move(traced).value(), std::move(pidfd), settings};
     if (!add(a.server->epoll_fd(), kServerBase + 2 * serial) ||
         !add(a.pidfd.get(), kServerBase + 2 * serial + 1)) {
-        refuse(labels, "cannot watch it: " + std::string(strerror(errno)), true);
-        return;
+        const std::string why = "cannot watch it: " + std::string(strerror(errno));
+        ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, a.server->epoll_fd(), nullptr);
+        fail(why, true);
+        return std::nullopt;
     }
     traced_.insert(labels.id);
     attached_total_++;
@@ -190,6 +218,43 @@ void Agent::attach(const ProcessLabels &labels) {
         say("pid=" + std::to_string(pid) + ": " + n);
     }
     attached_.emplace(serial, std::move(a));
+    return serial;
+}
+
+// The new probes go in before the old come out: a statement that ends
+// while the server is attached again is traced once, not lost in between
+// nor written twice. The attachment before writes what ends before the cut;
+// the heir, each connection's statements after the last one it wrote
+// (TracedServer::keep_until). Both probes of one statement fire one after
+// the other, each taking its own time: a cut by time alone would lose or
+// double the statement it falls between.
+void Agent::reattach(uint64_t serial) {
+    TracedServer &before = *attached_.at(serial).server;
+    const ProcessId id = before.labels().process.id;
+    // Its listeners may have changed since; gone: nothing to attach.
+    auto fresh = read_process_labels(id);
+    std::optional<uint64_t> now;
+    if (fresh) {
+        before.track_kept(true);
+        now = attach(*fresh, serial);
+    }
+    if (!now) {
+        before.track_kept(false);
+        if (!fresh || start_ticks_now(id.pid) != id.start_ticks) {
+            detach(serial, "server exited");
+        } else if (disabled_.count(id) != 0) {
+            detach(serial, "disabled by the configuration");
+        }
+        return;  // else failed: the attachment before goes on
+    }
+    const uint64_t cut = bpf::monotonic_ns();
+    TracedServer &heir = *attached_.at(*now).server;
+    heir.keep_from(cut);
+    before.keep_until(cut);
+    // Out before its last drain, which then ends; both are read meanwhile.
+    draining_meanwhile([&before] { before.detach_probes(); });
+    detach(serial, "settings changed", &heir);
+    traced_.insert(id);
 }
 
 void Agent::rescan() {
@@ -292,11 +357,7 @@ void Agent::reload() {
         }
         say(pid + ": settings changed (" + changed_settings(a.settings, now) + ") by " + sections +
             ": attaching again");
-        detach(serial, "settings changed");
-        // Its listeners may have changed since; gone: nothing to attach.
-        if (auto fresh = read_process_labels(labels.process.id)) {
-            attach(*fresh);
-        }
+        reattach(serial);
     }
     // Servers left alone: attached by the rescan below if enabled now.
     for (auto it = disabled_.begin(); it != disabled_.end();) {
@@ -312,7 +373,7 @@ void Agent::reload() {
     rescan();
 }
 
-void Agent::detach(uint64_t serial, const char *why) {
+void Agent::detach(uint64_t serial, const char *why, TracedServer *heir) {
     auto it = attached_.find(serial);
     if (it == attached_.end()) {
         return;
@@ -320,12 +381,26 @@ void Agent::detach(uint64_t serial, const char *why) {
     auto &a = it->second;
     ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, a.server->epoll_fd(), nullptr);
     ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, a.pidfd.get(), nullptr);
-    const std::string totals = a.server->finish();
+    const std::string totals = a.server->finish(heir);
     const pid_t pid = a.server->labels().process.id.pid;
     traced_.erase(a.server->labels().process.id);
     attached_.erase(it);  // probes, links, maps and rings go with the tracer
     detached_total_++;
     say("detached pid=" + std::to_string(pid) + " (" + why + "): " + totals);
+}
+
+template <class F>
+auto Agent::draining_meanwhile(F work) -> decltype(work()) {
+    std::future<decltype(work())> job;
+    try {
+        job = std::async(std::launch::async, work);
+    } catch (const std::system_error &) {
+        return work();  // no thread to be had: the rings wait
+    }
+    while (job.wait_for(std::chrono::milliseconds(2)) != std::future_status::ready) {
+        drain_all();
+    }
+    return job.get();
 }
 
 void Agent::drain_all() {

@@ -5,8 +5,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <tuple>
 
 #include "bpf/ring_set.h"
 #include "doctor/trace_plan.h"
@@ -107,7 +109,8 @@ Result<ResolvedServer> resolve_traced_server(const ProcessLabels &labels) {
 Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
                                                           server::ServerTarget target,
                                                           const TracedServerOptions &opts,
-                                                          std::vector<std::string> &notes) {
+                                                          std::vector<std::string> &notes,
+                                                          const TracedServer *before) {
     std::unique_ptr<TracedServer> s(new TracedServer());
     s->labels_ = std::move(labels);
     s->target_ = std::make_unique<server::ServerTarget>(std::move(target));
@@ -118,23 +121,6 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
         if (auto made = make_dir(s->dir_); !made) {
             return made.error();
         }
-    }
-    // A restarted server (same port) appends to its directory: its last
-    // files are rotated away, not truncated.
-    output::Rotation rotation = opts.rotation;
-    if (opts.json) {
-        auto f = output::OutputFile::open(s->dir_ + "/statements.json", false, rotation);
-        if (!f) {
-            return f.error();
-        }
-        s->json_ = std::move(f).value();
-    }
-    if (opts.slowlog) {
-        auto f = output::OutputFile::open(s->dir_ + "/slow.log", false, rotation);
-        if (!f) {
-            return f.error();
-        }
-        s->slowlog_ = std::move(f).value();
     }
     auto plan = doctor::plan_trace(*s->target_, opts.stages, pid);
     notes = plan.notes;
@@ -179,6 +165,35 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
             notes.push_back("locks on this build: " + k.missing);
         }
     }
+    // A restarted server (same port) appends to its directory: its last
+    // files are rotated away, not truncated. Opened once the probes are in,
+    // so that an attachment that fails rotates nothing away; a file that
+    // `before` writes goes on, one file across the reload.
+    s->rotation_ = opts.rotation;
+    s->holding_ = before != nullptr;
+    auto shared = [&](const output::OutputFile *f, const char *name) {
+        return f != nullptr && f->name() == s->dir_ + "/" + name;
+    };
+    if (opts.json) {
+        s->json_from_before_ = shared(before ? before->json_.get() : nullptr, "statements.json");
+        if (!s->json_from_before_) {
+            auto f = output::OutputFile::open(s->dir_ + "/statements.json", false, s->rotation_);
+            if (!f) {
+                return f.error();
+            }
+            s->json_ = std::move(f).value();
+        }
+    }
+    if (opts.slowlog) {
+        s->slowlog_from_before_ = shared(before ? before->slowlog_.get() : nullptr, "slow.log");
+        if (!s->slowlog_from_before_) {
+            auto f = output::OutputFile::open(s->dir_ + "/slow.log", false, s->rotation_);
+            if (!f) {
+                return f.error();
+            }
+            s->slowlog_ = std::move(f).value();
+        }
+    }
     if (!opts.otlp.empty()) {
         output::OtlpResource r = output::server_resource(
             static_cast<uint32_t>(pid), s->labels_.flavour == "mariadb" ? "mariadb" : "mysql",
@@ -202,7 +217,31 @@ Result<int> TracedServer::poll() {
     return tracer_->rings().poll(0);
 }
 
+void TracedServer::track_kept(bool on) {
+    tracking_kept_ = on;
+    kept_last_query_.clear();
+}
+
+bool TracedServer::heir_writes(const server::Statement &st) const {
+    if (st.query_id == 0) {
+        return st.end_ns >= keep_from_ns_;  // a build whose query ids are not known
+    }
+    auto it = before_last_query_.find(st.thread_id);
+    return it == before_last_query_.end() || st.query_id > it->second;
+}
+
 void TracedServer::on_statement(const server::Statement &st) {
+    if (holding_) {
+        held_.push_back(st);
+        return;
+    }
+    if (st.end_ns >= keep_until_ns_ || (!before_last_query_.empty() && !heir_writes(st))) {
+        return;  // the other attachment's (Agent::reattach)
+    }
+    if (tracking_kept_) {
+        uint64_t &last = kept_last_query_[st.thread_id];
+        last = std::max(last, st.query_id);
+    }
     statements_++;
     if (locks_) {
         // Only what waits now is asked for: ended waits are dropped.
@@ -220,6 +259,36 @@ void TracedServer::on_statement(const server::Statement &st) {
     }
     if (otlp_) {
         otlp_->statement(st, *render_, {});
+    }
+}
+
+void TracedServer::hand_over(TracedServer &heir, std::string &summary) {
+    for (auto [wanted, mine, theirs] :
+         {std::tuple{heir.json_from_before_, &json_, &heir.json_},
+          std::tuple{heir.slowlog_from_before_, &slowlog_, &heir.slowlog_}}) {
+        if (!wanted) {
+            continue;
+        }
+        // One that stopped after a write error starts again, as at any
+        // attach.
+        if (!(*mine)->failed()) {
+            *theirs = std::move(*mine);
+            (*theirs)->set_rotation(heir.rotation_);
+        } else if (auto f = output::OutputFile::open((*mine)->name(), false, heir.rotation_)) {
+            *theirs = std::move(f).value();
+        } else {
+            summary += "; " + f.error().message;
+        }
+    }
+    // What this one wrote is known now: the heir's statements go on after it.
+    heir.before_last_query_ = std::move(kept_last_query_);
+    heir.holding_ = false;
+    // Records the heir reads later are of statements that ended later.
+    heir.forget_before_at_ns_ = bpf::monotonic_ns() + 1'000'000'000;
+    std::vector<server::Statement> held;
+    held.swap(heir.held_);
+    for (const auto &st : held) {
+        heir.on_statement(st);
     }
 }
 
@@ -258,6 +327,9 @@ std::vector<top::LockWaitRow> TracedServer::live_lock_waits(uint64_t now_ns) con
 
 void TracedServer::tick() {
     tracer_->refresh_clock();
+    if (!before_last_query_.empty() && bpf::monotonic_ns() >= forget_before_at_ns_) {
+        before_last_query_.clear();
+    }
     if (locks_) {
         // Connections idle for 10 minutes with no transaction open.
         constexpr uint64_t kIdleNs = 600'000'000'000;
@@ -276,7 +348,7 @@ void TracedServer::tick() {
     }
 }
 
-std::string TracedServer::finish() {
+std::string TracedServer::finish(TracedServer *heir) {
     auto flushed = tracer_->rings().flush();
     tracer_->flush_held();
     for (auto *f : {json_.get(), slowlog_.get()}) {
@@ -303,6 +375,9 @@ std::string TracedServer::finish() {
     if (otlp_) {
         // A collector that is down holds the agent's end 3 s at most.
         s += ", " + otlp_->finish(std::chrono::seconds(3));
+    }
+    if (heir != nullptr) {
+        hand_over(*heir, s);
     }
     return s;
 }

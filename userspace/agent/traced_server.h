@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "agent/discovery.h"
@@ -73,11 +74,16 @@ struct TracedServerOptions {
 class TracedServer {
   public:
     // Attaches to `target` (resolved for labels.process.id.pid). Notes about
-    // what the build lacks go to `notes`.
+    // what the build lacks go to `notes`. `before`: the same server's
+    // attachment with the settings before, still attached; the files both
+    // write are handed over by its finish(), not opened again. Runs on a
+    // thread of its own while `before` is drained: it reads only what
+    // `before` never changes, its files' names.
     static Result<std::unique_ptr<TracedServer>> start(ServerLabels labels,
                                                        server::ServerTarget target,
                                                        const TracedServerOptions &opts,
-                                                       std::vector<std::string> &notes);
+                                                       std::vector<std::string> &notes,
+                                                       const TracedServer *before = nullptr);
     ~TracedServer();
 
     const ServerLabels &labels() const { return labels_; }
@@ -106,13 +112,35 @@ class TracedServer {
     Result<int> poll();
     // Once a second: the clock offset, the files.
     void tick();
+    // Attached again with new settings (Agent::reattach), the attachment
+    // before and its heir both attached for a while, each statement of that
+    // while written once. The attachment before: track_kept() from before
+    // the heir attaches, keep_until() the cut (it writes what ended before),
+    // detach_probes(), finish(&heir). The heir holds its statements until
+    // then and writes those of each connection that come after the last
+    // one the attachment before wrote (by query id; by the cut, keep_from(),
+    // on a build whose query ids are not known).
+    void track_kept(bool on);
+    void keep_from(uint64_t ns) { keep_from_ns_ = ns; }
+    void keep_until(uint64_t ns) { keep_until_ns_ = ns; }
+    // Its probes out, its rings still read (StatementTracer::detach_probes):
+    // may run on another thread while poll() runs.
+    void detach_probes() { tracer_->detach_probes(); }
     // Drains everything, hands over held statements, flushes the files;
     // returns "N statements, M records dropped". Call once, at the end.
-    std::string finish();
+    // `heir`: the attachment started with this one as its `before`, which
+    // then writes on in the files they share.
+    std::string finish(TracedServer *heir = nullptr);
 
   private:
     TracedServer() = default;
     void on_statement(const server::Statement &st);
+    // Whether the heir writes `st`: it comes after what the attachment
+    // before wrote.
+    bool heir_writes(const server::Statement &st) const;
+    // To `heir`: the files they share, what this one wrote last; then the
+    // heir's held statements go on. Errors are added to `summary`.
+    void hand_over(TracedServer &heir, std::string &summary);
 
     ServerLabels labels_;
     std::string dir_;
@@ -125,6 +153,20 @@ class TracedServer {
     std::unique_ptr<server::StatementTracer> tracer_;
     std::unique_ptr<output::OtlpSink> otlp_;
     uint64_t statements_ = 0, failed_ = 0;
+    uint64_t keep_from_ns_ = 0, keep_until_ns_ = UINT64_MAX;
+    // The attachment before: the last query id it wrote per connection
+    // (THD::thread_id), while tracking_kept_.
+    bool tracking_kept_ = false;
+    std::unordered_map<uint64_t, uint64_t> kept_last_query_;
+    // The heir: the same, of the attachment before, once handed over; its
+    // statements held until then; the files handed over then, with the
+    // rotation they take.
+    std::unordered_map<uint64_t, uint64_t> before_last_query_;
+    uint64_t forget_before_at_ns_ = 0;
+    bool holding_ = false;
+    std::vector<server::Statement> held_;
+    bool json_from_before_ = false, slowlog_from_before_ = false;
+    output::Rotation rotation_;
     bool show_secrets_ = false;
 };
 

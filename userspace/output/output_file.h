@@ -49,6 +49,8 @@ class OutputFile {
     void end_line();
     void flush();
     bool failed() const { return failed_; }
+    // For the writes from now on (a file handed to a new writer).
+    void set_rotation(const Rotation &rotation) { rotation_ = rotation; }
     const std::string &name() const { return name_; }
 
   private:

@@ -727,7 +727,7 @@ Result<void> StatementTracer::set_statement_probes(bool on) {
     return {};
 }
 
-StatementTracer::~StatementTracer() {
+void StatementTracer::detach_probes() {
     end_link_.reset();
     end_multi_.reset();
     switch_link_.reset();
@@ -735,6 +735,10 @@ StatementTracer::~StatementTracer() {
     table_io_links_.clear();
     links_.clear();
     perf_fds_.clear();
+}
+
+StatementTracer::~StatementTracer() {
+    detach_probes();
     rings_.reset();
     if (skel_ != nullptr) {
         ::server::destroy(skel_);

@@ -120,6 +120,10 @@ class StatementTracer {
     void refresh_clock();
     // Removes the exact stage probes; statements go on being traced.
     void detach_stages();
+    // Removes every probe: what the rings hold is still read. Touches the
+    // links alone, so it may run on another thread while the rings are read
+    // (agent::TracedServer).
+    void detach_probes();
     // --duty (one-probe path only): takes out (false) or puts back (true)
     // what costs per statement, the log_slow_statement uprobe and, with
     // sampled stages, the context-switch clock and the CPU timers. Taking

@@ -225,7 +225,7 @@ std::optional<uint64_t> Agent::attach(const ProcessLabels &labels,
 // while the server is attached again is traced once, not lost in between
 // nor written twice. The attachment before writes what ends before the cut;
 // the heir, each connection's statements after the last one it wrote
-// (TracedServer::keep_until). Both probes of one statement fire one after
+// (TracedServer::track_kept). Both probes of one statement fire one after
 // the other, each taking its own time: a cut by time alone would lose or
 // double the statement it falls between.
 void Agent::reattach(uint64_t serial) {

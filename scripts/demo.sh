@@ -6,7 +6,8 @@
 # its blocker, leave-on digest estimates, OpenTelemetry spans, a call tree,
 # client protocol traces); then the same with Oracle MySQL 9.7 from a Debian
 # sid chroot (built once, ~20 s), and the agent tracing both servers into
-# files of their own, with Prometheus metrics and `mysqltrace top`.
+# files of their own, with Prometheus metrics, `mysqltrace top` and a
+# configuration reloaded by SIGHUP.
 # Everything it starts, it stops.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -260,16 +261,34 @@ banner "mysqltrace agent: every server of the host, each traced into files of it
 # It finds servers in /proc as they start (--socket-prefix keeps it to this
 # demo's two), labels each (flavour, version, port, socket, cgroup, unit,
 # container) and traces it as `server` does; a server that exits is detached.
-# --metrics-listen serves Prometheus metrics (the package's agent.conf:
+# metrics_listen serves Prometheus metrics (the package's agent.conf:
 # 127.0.0.1:9715), and `mysqltrace top` reads its control socket.
-start_tracer agent --output-dir "$work/agent" --format json,slowlog --socket-prefix "$work/" \
-  --rescan-ms 500 --metrics-listen 127.0.0.1:0 --control-socket "$work/agent.sock"
+cat >"$work/agent.conf" <<CONF
+[agent]
+output_dir = $work/agent
+socket_prefix = $work/
+rescan_ms = 500
+formats = json
+metrics_listen = 127.0.0.1:0
+control_socket = $work/agent.sock
+CONF
+start_tracer agent --config "$work/agent.conf"
 for _ in $(seq 100); do
   [ "$(grep -c "attached pid=" "$work/trace.err")" -ge 2 ] && break
   sleep 0.1
 done
 for i in 1 2 3; do client demo -e "SELECT name FROM t WHERE id = $i" >/dev/null; done
 mysql_client demo -e "SELECT COUNT(*) FROM t" >/dev/null
+# SIGHUP (systemctl reload mysqltrace): a section gives MySQL the slow log
+# too. Its new probes go in before the old come out: no statement is lost or
+# written twice, and statements.json goes on in the same file.
+printf '\n[server flavour=mysql]\nformats = json, slowlog\n' >>"$work/agent.conf"
+kill -HUP "$tracer"
+for _ in $(seq 100); do
+  grep -q "detached pid=$MY_PID (settings changed)" "$work/trace.err" && break
+  sleep 0.1
+done
+mysql_client demo -e "SELECT name FROM t WHERE id = 1; SELECT MAX(id) FROM t" >/dev/null
 sleep 0.5
 metrics=$(sed -n 's|^mysqltrace: metrics at \(http://[^ ]*\)$|\1|p' "$work/trace.err")
 echo "\$ curl -s $metrics | grep '^mysqltrace_statements_total.*sql/select'"

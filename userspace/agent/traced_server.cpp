@@ -127,12 +127,9 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
     TracedServer *self = s.get();
     s->render_ = std::make_unique<output::ServerRenderer>(
         output::ServerFormat::json, static_cast<uint32_t>(pid), s->target_->stages,
-        [self](uint64_t addr) {
-            return self->tracer_ ? self->tracer_->stage_name_at(addr) : std::string();
-        });
-    s->stats_ = std::make_unique<output::StatementStats>(opts.max_classes, [self](uint64_t addr) {
-        return self->tracer_ ? self->tracer_->stage_name_at(addr) : std::string();
-    });
+        [self](uint64_t addr) { return self->stage_name(addr); });
+    s->stats_ = std::make_unique<output::StatementStats>(
+        opts.max_classes, [self](uint64_t addr) { return self->stage_name(addr); });
     server::StatementTracerOptions to;
     to.max_sql = opts.max_sql;
     to.stages = plan.stages;
@@ -146,9 +143,8 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
     to.prepared_text = opts.json;
     if (opts.locks) {
         s->locks_ = std::make_unique<server::LockTracker>(
-            s->target_->profile == server::ServerProfile::mysql8, [self](uint64_t addr) {
-                return self->tracer_ ? self->tracer_->stage_name_at(addr) : std::string();
-            });
+            s->target_->profile == server::ServerProfile::mysql8,
+            [self](uint64_t addr) { return self->stage_name(addr); });
         to.locks = true;
         to.lock_records = [self](std::span<const uint8_t> rec) { self->locks_->on_record(rec); };
     }
@@ -217,6 +213,10 @@ Result<int> TracedServer::poll() {
     return tracer_->rings().poll(0);
 }
 
+std::string TracedServer::stage_name(uint64_t addr) const {
+    return tracer_ ? tracer_->stage_name_at(addr) : std::string();
+}
+
 void TracedServer::track_kept(bool on) {
     tracking_kept_ = on;
     kept_last_query_.clear();
@@ -279,6 +279,13 @@ void TracedServer::hand_over(TracedServer &heir, std::string &summary) {
         } else {
             summary += "; " + f.error().message;
         }
+    }
+    // Its totals go on too (/metrics' counters, `top`), unless they are
+    // kept for another number of classes.
+    if (heir.stats_->max_classes() == stats_->max_classes()) {
+        TracedServer *h = &heir;
+        stats_->set_stage_name([h](uint64_t addr) { return h->stage_name(addr); });
+        heir.stats_ = std::move(stats_);
     }
     // What this one wrote is known now: the heir's statements go on after it.
     heir.before_last_query_ = std::move(kept_last_query_);

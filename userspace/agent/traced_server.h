@@ -135,6 +135,8 @@ class TracedServer {
   private:
     TracedServer() = default;
     void on_statement(const server::Statement &st);
+    // The stage at server address `addr` (its tracer's stage_name_at()).
+    std::string stage_name(uint64_t addr) const;
     // Whether the heir writes `st`: it comes after what the attachment
     // before wrote.
     bool heir_writes(const server::Statement &st) const;

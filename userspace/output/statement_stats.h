@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "output/digest_summary.h"
@@ -68,6 +69,10 @@ class StatementStats {
 
     // stage_name(addr): a sampled stage's name from its server address.
     StatementStats(size_t max_classes, std::function<std::string(uint64_t)> stage_name);
+    // Another tracer of the same server names the stages from now on.
+    void set_stage_name(std::function<std::string(uint64_t)> stage_name) {
+        stage_name_ = std::move(stage_name);
+    }
 
     // One statement, run by account `user` ("" when not known).
     void add(const server::Statement &st, std::string_view user);

@@ -251,8 +251,6 @@ void Agent::reattach(uint64_t serial) {
     TracedServer &heir = *attached_.at(*now).server;
     heir.keep_from(cut);
     before.keep_until(cut);
-    // Out before its last drain, which then ends; both are read meanwhile.
-    draining_meanwhile([&before] { before.detach_probes(); });
     detach(serial, "settings changed", &heir);
     traced_.insert(id);
 }
@@ -381,6 +379,10 @@ void Agent::detach(uint64_t serial, const char *why, TracedServer *heir) {
     auto &a = it->second;
     ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, a.server->epoll_fd(), nullptr);
     ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, a.pidfd.get(), nullptr);
+    // Its probes out before its last drain, which then ends, on a thread
+    // of their own (a probe on a perf link takes ~0.1 s to come out) while
+    // every server's rings are read, its own too.
+    draining_meanwhile([&a] { a.server->detach_probes(); });
     const std::string totals = a.server->finish(heir);
     const pid_t pid = a.server->labels().process.id.pid;
     traced_.erase(a.server->labels().process.id);

@@ -167,27 +167,22 @@ Result<std::unique_ptr<TracedServer>> TracedServer::start(ServerLabels labels,
     // `before` writes goes on, one file across the reload.
     s->rotation_ = opts.rotation;
     s->holding_ = before != nullptr;
-    auto shared = [&](const output::OutputFile *f, const char *name) {
-        return f != nullptr && f->name() == s->dir_ + "/" + name;
-    };
-    if (opts.json) {
-        s->json_from_before_ = shared(before ? before->json_.get() : nullptr, "statements.json");
-        if (!s->json_from_before_) {
-            auto f = output::OutputFile::open(s->dir_ + "/statements.json", false, s->rotation_);
-            if (!f) {
-                return f.error();
-            }
-            s->json_ = std::move(f).value();
+    // Each wanted file: `before`'s when it writes that one, else opened.
+    for (auto [wanted, name, mine, theirs, from_before] :
+         {std::tuple{opts.json, "/statements.json", &s->json_,
+                     before ? before->json_.get() : nullptr, &s->json_from_before_},
+          std::tuple{opts.slowlog, "/slow.log", &s->slowlog_,
+                     before ? before->slowlog_.get() : nullptr, &s->slowlog_from_before_}}) {
+        if (!wanted) {
+            continue;
         }
-    }
-    if (opts.slowlog) {
-        s->slowlog_from_before_ = shared(before ? before->slowlog_.get() : nullptr, "slow.log");
-        if (!s->slowlog_from_before_) {
-            auto f = output::OutputFile::open(s->dir_ + "/slow.log", false, s->rotation_);
+        *from_before = theirs != nullptr && theirs->name() == s->dir_ + name;
+        if (!*from_before) {
+            auto f = output::OutputFile::open(s->dir_ + name, false, s->rotation_);
             if (!f) {
                 return f.error();
             }
-            s->slowlog_ = std::move(f).value();
+            *mine = std::move(f).value();
         }
     }
     if (!opts.otlp.empty()) {

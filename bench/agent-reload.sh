@@ -51,12 +51,7 @@ config json
   2> >(while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done \
     >"$work/agent.err") &
 bench_tracer=$!
-for _ in $(seq 200); do
-  grep -q "attached pid=$pid " "$work/agent.err" 2>/dev/null && break
-  kill -0 "$bench_tracer" 2>/dev/null || bench_die "agent exited: $(cat "$work/agent.err")"
-  sleep 0.05
-done
-grep -q "attached pid=$pid " "$work/agent.err" || bench_die "agent did not attach: $(cat "$work/agent.err")"
+bench_wait_attached "$work/agent.err" "$pid"
 bench_log "agent attached; oltp_point_select at $threads threads for $seconds s, a reload every $every s"
 
 bench_sysbench "$work/plain" oltp_point_select --threads="$threads" --time="$seconds" \

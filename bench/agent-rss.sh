@@ -49,13 +49,7 @@ done
   --rotate-size 4M --rotate-keep 2 2>"$work/agent.err" &
 bench_tracer=$!
 for s in "${servers[@]}"; do
-  pid=$(bench_server_pid "$work/$s")
-  for _ in $(seq 200); do
-    grep -q "attached pid=$pid " "$work/agent.err" 2>/dev/null && break
-    kill -0 "$bench_tracer" 2>/dev/null || bench_die "agent exited: $(cat "$work/agent.err")"
-    sleep 0.05
-  done
-  grep -q "attached pid=$pid " "$work/agent.err" || bench_die "agent did not attach $s: $(cat "$work/agent.err")"
+  bench_wait_attached "$work/agent.err" "$(bench_server_pid "$work/$s")"
 done
 bench_log "agent attached to ${servers[*]}; load for $seconds s"
 

@@ -255,6 +255,15 @@ bench_wait_ready() {  # stderr-file: exact attaches a few hundred probes, allow 
   return 1
 }
 
+bench_wait_attached() {  # stderr-file pid: the agent's "attached pid=PID" line, 10 s at most
+  for _ in $(seq 200); do
+    grep -q "attached pid=$2 " "$1" 2>/dev/null && return 0
+    kill -0 "$bench_tracer" 2>/dev/null || bench_die "agent exited: $(cat "$1")"
+    sleep 0.05
+  done
+  bench_die "agent did not attach pid $2: $(cat "$1")"
+}
+
 bench_stop_tracer() {  # stderr-file
   local rc=0
   kill -INT "$bench_tracer" 2>/dev/null || true

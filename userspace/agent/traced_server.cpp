@@ -5,7 +5,6 @@
 
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <tuple>
@@ -214,15 +213,7 @@ std::string TracedServer::stage_name(uint64_t addr) const {
 
 void TracedServer::track_kept(bool on) {
     tracking_kept_ = on;
-    kept_last_query_.clear();
-}
-
-bool TracedServer::heir_writes(const server::Statement &st) const {
-    if (st.query_id == 0) {
-        return st.end_ns >= keep_from_ns_;  // a build whose query ids are not known
-    }
-    auto it = before_last_query_.find(st.thread_id);
-    return it == before_last_query_.end() || st.query_id > it->second;
+    kept_.clear();
 }
 
 void TracedServer::on_statement(const server::Statement &st) {
@@ -230,12 +221,13 @@ void TracedServer::on_statement(const server::Statement &st) {
         held_.push_back(st);
         return;
     }
-    if (st.end_ns >= keep_until_ns_ || (!before_last_query_.empty() && !heir_writes(st))) {
+    if (st.end_ns >= keep_until_ns_ ||
+        (!before_.empty() &&
+         !before_.heir_writes(st.thread_id, st.query_id, st.end_ns, keep_from_ns_))) {
         return;  // the other attachment's (Agent::reattach)
     }
     if (tracking_kept_) {
-        uint64_t &last = kept_last_query_[st.thread_id];
-        last = std::max(last, st.query_id);
+        kept_.wrote(st.thread_id, st.query_id);
     }
     statements_++;
     if (locks_) {
@@ -283,7 +275,7 @@ void TracedServer::hand_over(TracedServer &heir, std::string &summary) {
         heir.stats_ = std::move(stats_);
     }
     // What this one wrote is known now: the heir's statements go on after it.
-    heir.before_last_query_ = std::move(kept_last_query_);
+    heir.before_ = std::move(kept_);
     heir.holding_ = false;
     // Records the heir reads later are of statements that ended later.
     heir.forget_before_at_ns_ = bpf::monotonic_ns() + 1'000'000'000;
@@ -329,8 +321,8 @@ std::vector<top::LockWaitRow> TracedServer::live_lock_waits(uint64_t now_ns) con
 
 void TracedServer::tick() {
     tracer_->refresh_clock();
-    if (!before_last_query_.empty() && bpf::monotonic_ns() >= forget_before_at_ns_) {
-        before_last_query_.clear();
+    if (!before_.empty() && bpf::monotonic_ns() >= forget_before_at_ns_) {
+        before_.clear();
     }
     if (locks_) {
         // Connections idle for 10 minutes with no transaction open.

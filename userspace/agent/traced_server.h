@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "agent/discovery.h"
+#include "agent/handover.h"
 #include "output/otlp_sink.h"
 #include "output/output_file.h"
 #include "output/server_render.h"
@@ -137,9 +137,6 @@ class TracedServer {
     void on_statement(const server::Statement &st);
     // The stage at server address `addr` (its tracer's stage_name_at()).
     std::string stage_name(uint64_t addr) const;
-    // Whether the heir writes `st`: it comes after what the attachment
-    // before wrote.
-    bool heir_writes(const server::Statement &st) const;
     // To `heir`: the files they share, what this one wrote last; then the
     // heir's held statements go on. Errors are added to `summary`.
     void hand_over(TracedServer &heir, std::string &summary);
@@ -156,14 +153,13 @@ class TracedServer {
     std::unique_ptr<output::OtlpSink> otlp_;
     uint64_t statements_ = 0, failed_ = 0;
     uint64_t keep_from_ns_ = 0, keep_until_ns_ = UINT64_MAX;
-    // The attachment before: the last query id it wrote per connection
-    // (THD::thread_id), while tracking_kept_.
+    // The attachment before: what it wrote, while tracking_kept_.
     bool tracking_kept_ = false;
-    std::unordered_map<uint64_t, uint64_t> kept_last_query_;
+    Handover kept_;
     // The heir: the same, of the attachment before, once handed over; its
     // statements held until then; the files handed over then, with the
     // rotation they take.
-    std::unordered_map<uint64_t, uint64_t> before_last_query_;
+    Handover before_;
     uint64_t forget_before_at_ns_ = 0;
     bool holding_ = false;
     std::vector<server::Statement> held_;

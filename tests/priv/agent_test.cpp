@@ -30,12 +30,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/control_socket.h"
 #include "harness/child_process.h"
 #include "priv/cli_util.h"
 #include "priv/otlp_receiver.h"
 #include "priv/priv.h"
 #include "priv/server_session.h"
 #include "priv/tmpdir_test.h"
+#include "top/snapshot.h"
 
 namespace mysqltrace::test {
 namespace {
@@ -605,23 +607,20 @@ void reload_traces_every_statement_once(ServerFlavour flavour, const std::string
     // these statements counts every one (the last ones once the reader has
     // put its rings' records in order).
     auto calls_now = [&](std::string *answer) {
-        auto r = run_command({"/usr/bin/python3", "-c",
-                              "import socket, sys\n"
-                              "s = socket.socket(socket.AF_UNIX)\n"
-                              "s.connect(sys.argv[1])\n"
-                              "s.sendall(b'snapshot\\n')\n"
-                              "sys.stdout.buffer.write(b''.join(iter(lambda: s.recv(65536), "
-                              "b'')))\n",
-                              control});
-        *answer = r.out + r.err;
         uint64_t n = 0;
-        const auto j = nlohmann::json::parse(r.out, nullptr, false);
-        for (const auto &sv : j.is_object() ? j.value("servers", nlohmann::json::array())
-                                            : nlohmann::json::array()) {
-            for (const auto &c : sv.at("classes")) {
-                if (c.value("digest", "") == "SELECT ? AS seq") {
-                    n += c.value("calls", 0ull);
-                }
+        auto text = agent::ask_agent(control, "snapshot");
+        if (!text) {
+            *answer = text.error().message;
+            return n;
+        }
+        *answer = *text;
+        auto snap = top::parse_snapshot(*text);
+        if (!snap) {
+            return n;
+        }
+        for (const auto &sv : snap->servers) {
+            for (const auto &c : sv.classes) {
+                n += c.digest == "SELECT ? AS seq" ? c.calls : 0;
             }
         }
         return n;

@@ -52,6 +52,10 @@ std::vector<Hit> one_connection(uint64_t thread_id, int64_t heir_offset) {
 }
 
 TEST(Handover, EachStatementOnceWhereverTheCutFalls) {
+    std::vector<uint64_t> all;
+    for (uint64_t q = 1; q <= 10; q++) {
+        all.push_back(q);
+    }
     for (int64_t offset : {-3, 3}) {
         // Every cut from before the first statement to after the last, the
         // ones between a statement's two timestamps included.
@@ -60,10 +64,6 @@ TEST(Handover, EachStatementOnceWhereverTheCutFalls) {
             split(one_connection(5, offset), cut, &before, &heir);
             std::vector<uint64_t> both = before;
             both.insert(both.end(), heir.begin(), heir.end());
-            std::vector<uint64_t> all;
-            for (uint64_t q = 1; q <= 10; q++) {
-                all.push_back(q);
-            }
             EXPECT_EQ(both, all) << "cut " << cut << ", heir's probe " << offset << " ns after";
         }
     }

@@ -67,6 +67,11 @@ for ((t = every; t < seconds; t += every)); do
 done
 wait "$loader" || bench_die "sysbench failed: $(tail -5 "$work/sb.out")"
 bench_stop_tracer "$work/agent.err"
+# The timestamping loop writes the agent's last lines after it has exited.
+for _ in $(seq 100); do
+  grep -q "agent stopped" "$work/agent.err" && break
+  sleep 0.05
+done
 
 echo
 echo "### agent reloads under load: oltp_point_select, $threads threads, $seconds s, a reload every $every s"

@@ -201,9 +201,7 @@ std::optional<uint64_t> Agent::attach(const ProcessLabels &labels,
     Attached a{std::move(traced).value(), std::move(pidfd), settings};
     if (!add(a.server->epoll_fd(), kServerBase + 2 * serial) ||
         !add(a.pidfd.get(), kServerBase + 2 * serial + 1)) {
-        const std::string why = "cannot watch it: " + std::string(strerror(errno));
-        ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, a.server->epoll_fd(), nullptr);
-        fail(why, true);
+        fail("cannot watch it: " + std::string(strerror(errno)), true);
         return std::nullopt;
     }
     traced_.insert(labels.id);

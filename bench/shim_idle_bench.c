@@ -92,7 +92,16 @@ static int mysql_like_socket(void) {
 }
 
 int main(int argc, char **argv) {
-    long n = argc > 1 ? atol(argv[1]) : 20000000;
+    char *end = NULL;
+    long n = argc > 1 ? strtol(argv[1], &end, 10) : 20000000;
+    if (argc > 2 || (argc > 1 && (*end != '\0' || n <= 0))) {
+        fprintf(stderr,
+                "usage: shim_idle_bench [ITERATIONS]\n"
+                "What each call the shim interposes costs, in ns (the fastest of 7 runs of\n"
+                "ITERATIONS calls, default 20000000): run it with and without\n"
+                "LD_PRELOAD=libmysqltrace-shim.so and compare.\n");
+        return 2;
+    }
     int followed = mysql_like_socket();
     int other = 1000;  // a descriptor number the shim does not follow
     const struct {

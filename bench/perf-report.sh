@@ -25,7 +25,7 @@
 # --workloads/--threads replace the cells by their cross product.
 # Configurations: see bench/lib.sh (default: every one but client-summary
 # and run-no-api). Sections (default all, in this order): probes pipeline
-# decoder matrix mysql cost hits memory profile.
+# decoder matrix mysql cost shim hits memory profile.
 #
 # The cost section: on oltp_point_select at 2 threads (or the first cell),
 # sysbench held at 0.35 of the untraced rate (BENCH_COST_LOAD), each
@@ -34,6 +34,13 @@
 # share of untraced QPS it would leave where CPU is the limit: what each
 # configuration costs, without the +-15 point swings of saturated QPS on a
 # small machine.
+#
+# The shim section: what each call libmysqltrace-shim.so interposes costs
+# with no tracer attached (bench/shim_idle_bench, without and with
+# LD_PRELOAD), times the interposed calls a query makes in each workload
+# (`mysqltrace calls` on the shim's functions in a preloaded sysbench), over
+# an untraced query's CPU: the idle shim's loss, exact where saturated QPS
+# swings by +-10 points.
 #
 # The mysql section: the same kind of cells against Oracle MySQL 9.7
 # (scripts/mysql-sandbox.sh), oltp_point_select and oltp_read_only at 2
@@ -93,16 +100,16 @@ case $matrix in
   full)
     cells="oltp_point_select:1 oltp_point_select:2 oltp_point_select:8 oltp_read_only:1
       oltp_read_only:2 oltp_read_only:8 oltp_read_write:1 oltp_read_write:2 oltp_read_write:8"
-    d_rounds=3 d_seconds=8 pipe_s=3 probe_hits=200000 probe_reps=7 dec_s=3 hits_s=3 mem_s=5 prof_s=5 cg_passes=10 cost_s=8 ;;
+    d_rounds=3 d_seconds=8 pipe_s=3 probe_hits=200000 probe_reps=7 dec_s=3 hits_s=3 mem_s=5 prof_s=5 cg_passes=10 cost_s=8 shim_n=10000000 ;;
   standard)
     cells="oltp_point_select:1 oltp_point_select:2 oltp_point_select:8 oltp_read_only:2
       oltp_read_write:2"
-    d_rounds=3 d_seconds=5 pipe_s=2 probe_hits=200000 probe_reps=5 dec_s=2 hits_s=3 mem_s=5 prof_s=5 cg_passes=10 cost_s=5 ;;
+    d_rounds=3 d_seconds=5 pipe_s=2 probe_hits=200000 probe_reps=5 dec_s=2 hits_s=3 mem_s=5 prof_s=5 cg_passes=10 cost_s=5 shim_n=10000000 ;;
   smoke)
     cells="oltp_point_select:2"
     mysql_cells="oltp_point_select:2"
     rates="100000,1000000,0"
-    d_rounds=1 d_seconds=2 pipe_s=0.5 probe_hits=20000 probe_reps=3 dec_s=0.3 hits_s=1 mem_s=2 prof_s=1 cg_passes=1 cost_s=1
+    d_rounds=1 d_seconds=2 pipe_s=0.5 probe_hits=20000 probe_reps=3 dec_s=0.3 hits_s=1 mem_s=2 prof_s=1 cg_passes=1 cost_s=1 shim_n=1000000
     # The matrix runs every configuration; the cost, probe hits and memory
     # sections only have to show they work, on one server and one client
     # configuration.
@@ -130,7 +137,7 @@ read -r -a config_list <<<"$configs"
 for c in "${config_list[@]}"; do
   [[ " $BENCH_ALL_CONFIGS " == *" $c "* ]] || { echo "perf-report: unknown configuration $c" >&2; exit 2; }
 done
-: "${sections:=probes pipeline decoder matrix mysql cost hits memory profile}"
+: "${sections:=probes pipeline decoder matrix mysql cost shim hits memory profile}"
 has() { [[ " $sections " == *" $1 "* ]]; }
 # A configuration the cost and probe-hits sections run (all but in a smoke).
 on_side() { [ -z "${side_configs:-}" ] || [[ " $side_configs " == *" $1 "* ]]; }
@@ -207,7 +214,7 @@ fi
 
 # ---- servers ----
 need_servers=0
-for s in matrix cost hits memory profile; do has "$s" && need_servers=1; done
+for s in matrix cost shim hits memory profile; do has "$s" && need_servers=1; done
 if [ "$need_servers" = 1 ]; then
   servers="plain"
   if has matrix || has cost; then servers=$(bench_servers_for "${config_list[@]}"); fi
@@ -334,6 +341,45 @@ if has cost; then
         echo "$side_w $side_t $r $x $c $bench_result" >>"$results/cost.txt"
       done
     done
+  done
+fi
+
+# ---- the idle shim: what an interposed call adds, and calls per query ----
+# What the shim preloaded without a tracer costs, exactly rather than in
+# saturated QPS (+-10 points): bench/shim_idle_bench times each kind of
+# interposed call against stand-ins that return at once, without and with
+# LD_PRELOAD, alternated; `mysqltrace calls` on the shim's own functions in
+# a preloaded sysbench counts the interposed calls a query makes (each
+# sysbench query is one top-level mysql_stmt_execute or *_query call; the
+# other calls are nested in those or made between them).
+if has shim; then
+  sib="$build/bench/shim_idle_bench"
+  [ -x "$sib" ] || bench_die "build first ($sib missing)"
+  echo "shim_calls_per_case=$shim_n" >>"$results/meta.env"
+  bench_log "idle shim: $shim_n calls per case, fastest of 7, x $probe_reps without and with LD_PRELOAD"
+  for rep in $(seq "$probe_reps"); do
+    "$sib" "$shim_n" | sed "s/^/plain $rep /" >>"$results/shim-calls.txt"
+    LD_PRELOAD="$shim" "$sib" "$shim_n" | sed "s/^/shim $rep /" >>"$results/shim-calls.txt"
+  done
+  declare -A shim_seen=()
+  for cell in "${cell_list[@]}"; do
+    w=${cell%:*}
+    [ -z "${shim_seen[$w]:-}" ] || continue
+    shim_seen[$w]=1
+    bench_log "idle shim: interposed calls a query, $w (mysqltrace calls, $hits_s s at 200 events/s)"
+    bench_sysbench_argv "$work/plain" "$w"
+    LD_PRELOAD="$shim" "${sb[@]}" --threads=2 --rate=200 --time=$((${hits_s%.*} + 4)) run \
+      >"$work/shim-count.$w.out" 2>&1 &
+    sbpid=$!
+    sleep 1
+    "$mt" calls --pid "$sbpid" --binary libmysqltrace-shim.so --match '*' --max-depth 1 \
+      --duration "$hits_s" --output "$work/shim-count.$w.txt" 2>"$work/shim-count.$w.err" ||
+      { cat "$work/shim-count.$w.err" >&2; bench_die "idle shim: mysqltrace calls failed"; }
+    wait "$sbpid" || bench_die "idle shim: sysbench $w failed"
+    all=$(sed -n 's/^mysqltrace: \([0-9]*\) calls,.*/\1/p' "$work/shim-count.$w.err" | tail -1)
+    queries=$(grep -cE ' -> .* > (mysql_stmt_execute|mysql_real_query|mysql_query|mysql_send_query) ' \
+      "$work/shim-count.$w.txt" || true)
+    echo "$w ${all:--} ${queries:--}" >>"$results/shim-count.txt"
   done
 fi
 

@@ -196,6 +196,72 @@ class Cost:
         return med([a[r]["qps"] / b[r]["qps"] for r in a if r in b and b[r]["qps"] > 0])
 
 
+class Shim:
+    """shim-calls.txt: "plain|shim REP CASE NS" (bench/shim_idle_bench, the fastest of 7
+    runs); shim-count.txt: "WORKLOAD CALLS QUERIES" (mysqltrace calls on the shim's
+    functions in a preloaded sysbench)."""
+
+    def __init__(self, calls_text, count_text):
+        runs = {}  # (case, rep) -> {"plain": ns, "shim": ns}
+        self.cases = []
+        for line in (calls_text or "").splitlines():
+            f = line.split()
+            if len(f) != 4 or f[0] not in ("plain", "shim") or num(f[3]) is None:
+                continue
+            runs.setdefault((f[2], f[1]), {})[f[0]] = float(f[3])
+            if f[2] not in self.cases:
+                self.cases.append(f[2])
+        self.by_case = {}  # case -> (plain ns, shim ns, added ns), medians over reps
+        for c in self.cases:
+            pairs = [v for (k, _), v in runs.items() if k == c and len(v) == 2]
+            if pairs:
+                self.by_case[c] = (med([v["plain"] for v in pairs]),
+                                   med([v["shim"] for v in pairs]),
+                                   med([v["shim"] - v["plain"] for v in pairs]))
+        self.per_query = {}  # workload -> (interposed calls, queries)
+        for line in (count_text or "").splitlines():
+            f = line.split()
+            if len(f) == 3 and num(f[1]) and num(f[2]):
+                self.per_query[f[0]] = (int(f[1]), int(f[2]))
+
+    def added_ns(self):
+        """The dearest kind of call's added ns (never below 0)."""
+        xs = [v[2] for v in self.by_case.values()]
+        return max(0.0, max(xs)) if xs else None
+
+    def calls_per_query(self, w):
+        c = self.per_query.get(w)
+        return c[0] / c[1] if c else None
+
+
+def untraced_us(m, cost, w):
+    """An untraced query's CPU (server + sysbench, us) in workload w: the matrix's
+    baseline at 2 threads (else its first cell of w), else the fixed-rate runs'."""
+    cells = sorted((t != 2, t) for (x, t) in m.cells if x == w)
+    for _, t in cells:
+        us = m.cpu_us(w, t, "baseline", "total")
+        if us:
+            return us
+    if cost.cell and cost.cell[0] == w:
+        return cost.base("total")
+    return None
+
+
+def shim_rows(shim, m, cost):
+    """Per workload: (calls a query, added ns a query, untraced us a query, loss)."""
+    rows = {}
+    added = shim.added_ns()
+    for w in shim.per_query:
+        cpq = shim.calls_per_query(w)
+        base = untraced_us(m, cost, w)
+        if added is None or cpq is None:
+            continue
+        per_query = added * cpq
+        loss = None if not base else per_query / (base * 1000 + per_query)
+        rows[w] = (cpq, per_query, base, loss)
+    return rows
+
+
 def cost_saturated_us(meta, clk_tck):
     """Untraced server + client CPU per query when sysbench runs flat out (the run that
     set the rate)."""
@@ -302,6 +368,8 @@ def main():
     decoder = read_text(d, "decoder.md")
     cost = Cost(read_text(d, "cost.txt"), clk_tck)
     cost_sat = cost_saturated_us(meta, clk_tck)
+    shim = Shim(read_text(d, "shim-calls.txt"), read_text(d, "shim-count.txt"))
+    shim_by_w = shim_rows(shim, m, cost)
     out = []
     p = out.append
 
@@ -383,6 +451,12 @@ def main():
             continue
         goal("shim preloaded without a tracer: loss < 1%", f"{SHORT.get(w, w)}, {t} threads",
              f"loss {(1 - r) * 100:.1f}%", 1 - r < 0.01)
+    for w, (cpq, per_query, base, loss) in shim_by_w.items():
+        goal("shim preloaded without a tracer: loss < 1%, from what each interposed call "
+             "costs", SHORT.get(w, w),
+             f"+{shim.added_ns():.2f} ns a call x {cpq:.2f} calls a query = +{per_query:.1f} ns"
+             + ("" if loss is None else f" of {base:.1f} us: loss {loss * 100:.3f}%"),
+             None if loss is None else loss < 0.01)
     # The client tracers (issue 22): QPS at 2 threads, the tracer's share of
     # a core, drops at 8 threads and at 200 connections, peak RSS there.
     for cfg, limit in (("client", 0.93), ("run", 0.90)):
@@ -490,6 +564,13 @@ def main():
           "each configuration next to an untraced run in every round; the server's, sysbench's "
           "and the tracer's CPU time (utime+stime of each process, which the kernel keeps "
           "exact) and the machine's busy ticks (/proc/stat) over sysbench's run, per query.")
+    if shim.by_case:
+        p("- Idle shim: `bench/shim_idle_bench` (each kind of interposed call against a "
+          "stand-in that returns at once, the fastest of 7 runs of "
+          f"{meta.get('shim_calls_per_case', '?')} calls) without and with "
+          "`LD_PRELOAD=libmysqltrace-shim.so`, alternated; the interposed calls a query makes "
+          "counted by `mysqltrace calls` on the shim's functions in a preloaded sysbench "
+          "(every call, over the top-level calls that send a query).")
     p("- Memory: VmHWM of the tracer process, sampled every 0.1 s, with sysbench "
       "oltp_point_select at 1 and 200 threads (connections).")
     p("- Commands (as root, after a build; `bench/perf-report.sh --help`):")
@@ -538,6 +619,38 @@ def main():
           "could not keep up with the rate.")
         p("")
         cost_table(p, cost, cost_sat)
+
+    # ---------------- the idle shim ----------------
+    if shim.by_case:
+        p("## The idle shim: what each interposed call costs")
+        p("")
+        p("With no tracer attached, each call libmysqltrace-shim.so interposes should cost a "
+          "semaphore check and nothing more. `bench/shim_idle_bench` times each kind against a "
+          "stand-in that returns at once, without and with the shim preloaded (median over "
+          "the runs of the fastest of 7); `mysqltrace calls` counts how many interposed calls "
+          "a sysbench query makes. The loss is the dearest kind's added time, times the calls "
+          "a query makes, over an untraced query's CPU (server + sysbench, the matrix's "
+          "untraced runs): where saturated QPS swings by +-10 points, this is the shim's "
+          "share exactly.")
+        p("")
+        p("| interposed call | without the shim | with it, no tracer | added |")
+        p("|---|---|---|---|")
+        for c, (a, b, x) in shim.by_case.items():
+            p(f"| `{c}` | {a:.2f} ns | {b:.2f} ns | {x:+.2f} ns |")
+        p("")
+        if shim.per_query:
+            p("| workload | interposed calls a query | added a query | untraced CPU a query | "
+              "loss |")
+            p("|---|---|---|---|---|")
+            for w, (calls, queries) in shim.per_query.items():
+                r = shim_by_w.get(w)
+                if r is None:
+                    continue
+                cpq, per_query, base, loss = r
+                p(f"| {SHORT.get(w, w)} | {cpq:.2f} ({calls} calls, {queries} queries) | "
+                  f"{per_query:+.1f} ns | {'-' if base is None else f'{base:.1f} us'} | "
+                  f"{'-' if loss is None else f'{loss * 100:.3f}%'} |")
+            p("")
 
     # ---------------- MySQL 9.7 ----------------
     if my.cells or meta.get("mysql_tracer_error"):

@@ -15,9 +15,9 @@
 #
 # Matrices (sysbench workload:threads cells, every configuration in each):
 #   full      oltp_point_select, oltp_read_only, oltp_read_write x 1, 2, 8
-#             threads; 3 rounds x 8 s                               (~50 min)
+#             threads; 3 rounds x 8 s                              (~100 min)
 #   standard  the three at 2 threads, oltp_point_select also at 1 and 8;
-#             3 rounds x 5 s (the default)                          (~20 min)
+#             3 rounds x 5 s (the default)                          (~45 min)
 #   smoke     oltp_point_select at 2 threads; 1 round x 2 s; short
 #             versions of every other section, cost and probe hits for
 #             statements and client only, memory for client only; writes

@@ -574,9 +574,9 @@ def main():
     p("- Memory: VmHWM of the tracer process, sampled every 0.1 s, with sysbench "
       "oltp_point_select at 1 and 200 threads (connections).")
     p("- Commands (as root, after a build; `bench/perf-report.sh --help`):")
-    p("  - standard (~20 min): `cmake --build build --target bench`, i.e. "
+    p("  - standard (~45 min): `cmake --build build --target bench`, i.e. "
       "`bench/perf-report.sh --build build --matrix standard`")
-    p("  - full (~50 min): `cmake --build build --target bench-full`, i.e. "
+    p("  - full (~100 min): `cmake --build build --target bench-full`, i.e. "
       "`bench/perf-report.sh --build build --matrix full`")
     p("  - smoke (~2-3 min; CI; writes no report unless `--write`): `bench/run.sh --smoke`")
     p("")

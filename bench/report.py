@@ -473,8 +473,12 @@ def main():
                  measured, r >= limit)
     cpu = m.cpu("oltp_point_select", 2, "client")
     if cpu is not None and seconds > 0:
+        us, qps = m.cpu_us("oltp_point_select", 2, "client", "tracer"), m.qps(
+            "oltp_point_select", 2, "client")
         goal("`client`: tracer CPU <= 8% of a core", "point_select, 2 threads",
-             f"{cpu / seconds * 100:.1f}%", cpu / seconds <= 0.08)
+             f"{cpu / seconds * 100:.1f}%"
+             + (f" ({us:.2f} us a query at {qps:,.0f} queries/s)" if us and qps else ""),
+             cpu / seconds <= 0.08)
     for cfg in ("client", "run"):
         dr = m.drops("oltp_point_select", 8, cfg)
         if dr is not None:

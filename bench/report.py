@@ -202,17 +202,14 @@ class Shim:
     functions in a preloaded sysbench)."""
 
     def __init__(self, calls_text, count_text):
-        runs = {}  # (case, rep) -> {"plain": ns, "shim": ns}
-        self.cases = []
+        runs = {}  # (case, rep) -> {"plain": ns, "shim": ns}, cases in the bench's order
         for line in (calls_text or "").splitlines():
             f = line.split()
             if len(f) != 4 or f[0] not in ("plain", "shim") or num(f[3]) is None:
                 continue
             runs.setdefault((f[2], f[1]), {})[f[0]] = float(f[3])
-            if f[2] not in self.cases:
-                self.cases.append(f[2])
         self.by_case = {}  # case -> (plain ns, shim ns, added ns), medians over reps
-        for c in self.cases:
+        for c in dict.fromkeys(k for k, _ in runs):
             pairs = [v for (k, _), v in runs.items() if k == c and len(v) == 2]
             if pairs:
                 self.by_case[c] = (med([v["plain"] for v in pairs]),
